@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -212,6 +213,13 @@ func (l *Limiter) Forgotten() int {
 	return n
 }
 
+// unforget gives back n forgotten entries whose entry could not be written.
+func (l *Limiter) unforget(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.forgotten += n
+}
+
 // Record appends x as a request.denied entry unless the limit holds it back.
 func (d *Denials) Record(ctx context.Context, x Denial) error {
 	key := "ip:" + x.Actor.IP
@@ -219,13 +227,14 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 		key = "user:" + x.Actor.ID
 	}
 	ok, withheld := d.lim.Take(key, x.Actor.ID == "")
+	var ferr error
 	if n := d.lim.Forgotten(); n > 0 {
-		if err := d.recordForgotten(ctx, n); err != nil {
-			return err
+		if ferr = d.recordForgotten(ctx, n); ferr != nil {
+			d.lim.unforget(n) // the next Record tries again; this one's own entry still goes
 		}
 	}
 	if !ok {
-		return nil
+		return ferr
 	}
 	// The path is the caller's to choose: what the append-only log keeps of it is
 	// bounded text.
@@ -245,11 +254,11 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if route == "" {
 		route = x.Path
 	}
-	return db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
+	return errors.Join(ferr, db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
 		_, err := Append(ctx, tx, Entry{Actor: x.Actor, Action: "request.denied", TargetType: "route",
 			TargetID: x.Method + " " + route, TargetName: x.Path, Payload: payload, Result: ResultDenied})
 		return err
-	})
+	}))
 }
 
 // recordForgotten writes one entry for n refusals the limit held back whose callers it

@@ -116,3 +116,54 @@ func TestDeniedForgottenCallersAreCounted(t *testing.T) {
 			"want 2, and 1 counting 3", daves, system, forgotten)
 	}
 }
+
+// The entry that counts forgotten callers' refusals, when it cannot be written, is
+// written by a later Record (its count kept), and the refusal that found it failing is
+// still recorded itself.
+func TestDeniedForgottenCountKeptWhenItsEntryFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := NewDenials(pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now})
+	record := func(a Actor) error {
+		return d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
+			Code: "forbidden", Reason: "needs users.manage"})
+	}
+	dave := Actor{Kind: ActorUser, ID: "00000000-0000-0000-0000-00000000000d", Name: "dave", IP: "192.0.2.1"}
+	for range 5 {
+		if err := record(dave); err != nil { // 2 written, 3 held back
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		if err := record(Actor{Kind: ActorAnonymous, IP: fmt.Sprintf("192.0.2.%d", 10+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION no_system() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.actor_kind = 'system' THEN RAISE EXCEPTION 'no system entries now'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER no_system BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_system()`); err != nil {
+		t.Fatal(err)
+	}
+	// This one fills the memory: it starts over, and the system's entry fails.
+	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil {
+		t.Fatal("a Record whose forgotten callers' entry failed said nothing")
+	}
+	if _, err := pool.Exec(ctx, `DROP TRIGGER no_system ON audit_log`); err != nil {
+		t.Fatal(err)
+	}
+	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.21"}); err != nil {
+		t.Fatal(err)
+	}
+	var system, forgotten, anon int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE actor_kind = 'system'),
+		coalesce(sum((payload->>'withheld_before')::int) FILTER (WHERE actor_kind = 'system'), 0),
+		count(*) FILTER (WHERE actor_kind = 'anonymous')
+		FROM audit_log WHERE action = 'request.denied'`).Scan(&system, &forgotten, &anon); err != nil {
+		t.Fatal(err)
+	}
+	if system != 1 || forgotten != 3 || anon != 6 {
+		t.Fatalf("%d system entries counting %d, %d anonymous ones; want 1 counting 3, and all 6 anonymous refusals", system, forgotten, anon)
+	}
+}

@@ -404,15 +404,18 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
+// reconcileAll brings every session in line with the registry; an error when a read
+// failed (the list, or a server's own), so that the caller tries again.
 func (m *Manager) reconcileAll(ctx context.Context) error {
 	ids, err := m.reg.EnabledServerIDs(ctx)
 	if err != nil {
 		return err
 	}
 	want := map[string]bool{}
+	var errs []error
 	for _, id := range ids {
 		want[id] = true
-		m.Refresh(ctx, id)
+		errs = append(errs, m.refresh(ctx, id))
 	}
 	m.mu.Lock()
 	var stale []string
@@ -423,9 +426,9 @@ func (m *Manager) reconcileAll(ctx context.Context) error {
 	}
 	m.mu.Unlock()
 	for _, id := range stale {
-		m.Refresh(ctx, id)
+		errs = append(errs, m.refresh(ctx, id))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Running reports whether Run is running.
@@ -469,21 +472,28 @@ func (m *Manager) lockServer(id string) (unlock func()) {
 // it down (stopping a stdio process) when the server was disabled or deleted.
 // Call it after every change; it is cheap when nothing changed.
 func (m *Manager) Refresh(ctx context.Context, id string) {
+	_ = m.refresh(ctx, id) // a failed read is logged; the session stays as it was
+}
+
+// refresh is Refresh, with the error of a read that failed.
+func (m *Manager) refresh(ctx context.Context, id string) error {
 	if !uuidtext.Canonical(id) {
-		return // names no server (GetServer would say so), and never had a session
+		return nil // names no server (GetServer would say so), and never had a session
 	}
 	unlock := m.lockServer(id)
 	defer unlock()
-	m.refreshLocked(ctx, id)
+	return m.refreshLocked(ctx, id)
 }
 
-// refreshLocked is Refresh with the server's lock held.
-func (m *Manager) refreshLocked(ctx context.Context, id string) {
+// refreshLocked is refresh with the server's lock held. A read that fails (the
+// database, the caller's context) leaves a session as it is and is logged and
+// returned; with no session, the server's row says so.
+func (m *Manager) refreshLocked(ctx context.Context, id string) error {
 	m.mu.Lock()
 	runCtx := m.ctx
 	m.mu.Unlock()
 	if runCtx == nil || runCtx.Err() != nil {
-		return
+		return nil
 	}
 	sv, err := m.reg.GetServer(ctx, id)
 	switch {
@@ -492,13 +502,12 @@ func (m *Manager) refreshLocked(ctx context.Context, id string) {
 		m.mu.Lock()
 		delete(m.stderrs, id)
 		m.mu.Unlock()
-		return
+		return nil
 	case err != nil:
-		m.log.Error("mcpclient: refresh", "server", id, "err", err)
-		return
+		return m.readFailed(ctx, id, id, err)
 	case !sv.Enabled:
 		m.stop(id, registry.StatusDisconnected)
-		return
+		return nil
 	}
 	// Connection reads the server again: only what says the session must go (the server
 	// deleted meanwhile, its secrets unreadable) ends it; a failed read (the database,
@@ -510,19 +519,13 @@ func (m *Manager) refreshLocked(ctx context.Context, id string) {
 		m.mu.Lock()
 		delete(m.stderrs, id)
 		m.mu.Unlock()
-		return
+		return nil
 	case unreadableSecret(err):
 		m.stop(id, "")
-		// The caller may be gone (a request's context): the row must still say why.
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, serr := m.reg.SetStatus(wctx, id, registry.StatusUpdate{Status: registry.StatusError, Error: err.Error()}); serr != nil && !errors.Is(serr, registry.ErrNotFound) {
-			m.log.Warn("mcpclient: record status", "server", sv.Name, "err", serr)
-		}
-		return
+		m.recordError(ctx, id, sv.Name, err)
+		return nil
 	case err != nil:
-		m.log.Error("mcpclient: refresh", "server", id, "err", err)
-		return
+		return m.readFailed(ctx, id, sv.Name, err)
 	}
 	m.mu.Lock()
 	cur := m.conns[id]
@@ -531,7 +534,7 @@ func (m *Manager) refreshLocked(ctx context.Context, id string) {
 		// Nothing to reconnect for (say, a token saved again with the same value), but
 		// the registry may have marked the server connecting: record the live status.
 		cur.resync(ctx)
-		return
+		return nil
 	}
 	m.mu.Unlock()
 	if cur != nil {
@@ -540,7 +543,7 @@ func (m *Manager) refreshLocked(ctx context.Context, id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.conns[id] != nil || m.ctx == nil || m.ctx.Err() != nil {
-		return // a concurrent Refresh got here first, or Run ended meanwhile
+		return nil // a concurrent Refresh got here first, or Run ended meanwhile
 	}
 	sb := m.stderrs[id]
 	if sb == nil {
@@ -551,6 +554,30 @@ func (m *Manager) refreshLocked(ctx context.Context, id string) {
 	c := newConn(m.ctx, m, cfg, sb)
 	m.conns[id] = c
 	go c.run()
+	return nil
+}
+
+// readFailed logs a read of server id (name) that failed and returns it; a server with
+// no session has its row say why, as one with a session says it is connected.
+func (m *Manager) readFailed(ctx context.Context, id, name string, err error) error {
+	m.log.Error("mcpclient: refresh", "server", name, "err", err)
+	m.mu.Lock()
+	live := m.conns[id] != nil
+	m.mu.Unlock()
+	if !live && ctx.Err() == nil { // a caller that left says nothing of the server
+		m.recordError(ctx, id, name, fmt.Errorf("could not read the server's settings: %w", err))
+	}
+	return fmt.Errorf("mcpclient: refresh %s: %w", name, err)
+}
+
+// recordError records the error status of server id (name), whatever its caller's
+// context (a request that ended): the row must still say why.
+func (m *Manager) recordError(ctx context.Context, id, name string, err error) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, serr := m.reg.SetStatus(wctx, id, registry.StatusUpdate{Status: registry.StatusError, Error: err.Error()}); serr != nil && !errors.Is(serr, registry.ErrNotFound) {
+		m.log.Warn("mcpclient: record status", "server", name, "err", serr)
+	}
 }
 
 // unreadableSecret reports whether err is Connection failing on a stored secret that
@@ -620,13 +647,18 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	if !sv.Enabled {
 		return ErrNotConnected.Withf("%s: it is disabled", ErrNotConnected.Message)
 	}
+	// Its settings are read before the session goes too: a failed read leaves it be.
+	if _, err := m.reg.Connection(ctx, id); err != nil && !unreadableSecret(err) {
+		return err
+	}
 	unlock := m.lockServer(id)
 	defer unlock()
 	m.stop(id, "")
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconnectRead)
 	defer cancel()
-	m.refreshLocked(rctx, id)
-	return nil
+	// A read that fails now leaves no session: the row says so (refreshLocked), and the
+	// caller is told, not an audited success.
+	return m.refreshLocked(rctx, id)
 }
 
 // reconnectRead bounds the reads that restart a session after Reconnect stopped it (its

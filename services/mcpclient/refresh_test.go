@@ -318,9 +318,65 @@ func TestReconcileTriedAgainAfterDrop(t *testing.T) {
 	failing.Store(2)
 	unlock()
 
-	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.mgr.Snapshot(lost.ID).Status == "" },
-		"the disabled server's session was never ended: the failed read of every server was not tried again")
-	if n := failing.Load(); n > 0 {
-		t.Fatalf("%d of the reads meant to fail were not made (the test no longer checks what it says)", n)
+	// Both: another event may end lost's session too, but only the retries make both
+	// failing reads (each a reconcile, the second after the first failed).
+	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.mgr.Snapshot(lost.ID).Status == "" && failing.Load() <= 0 },
+		"the failed read of every server was not tried again (or the disabled server's session never ended)")
+}
+
+// Reconnect reads the server's settings before it ends the session: a read that fails
+// then leaves the session as it was, and the caller is told. One that fails once the
+// session is gone leaves none: the caller is told (no audited success), and the server's
+// row says why, not "connected".
+func TestReconnectWithAFailedRead(t *testing.T) {
+	t.Parallel()
+	tr := startTraced(t, context.Background(), nil, nil)
+	sv := tr.connected(t, "blip", mcptest.StartHTTP(t, &mcptest.Options{Name: "blip"}))
+	before, _ := tr.mgr.Session(sv.ID)
+	failOn := func(at int) *queryHook {
+		return &queryHook{sql: "/* registry.GetServer */", start: func(n int, ctx context.Context) context.Context {
+			if n == at {
+				return cancelled(ctx)
+			}
+			return ctx
+		}}
+	}
+	// The second read (its settings, before the stop) fails.
+	if err := tr.mgr.Reconnect(withHook(context.Background(), failOn(2)), sv.ID); err == nil {
+		t.Fatal("a Reconnect whose read failed said nothing")
+	}
+	if cs, err := tr.mgr.Session(sv.ID); err != nil || cs != before {
+		t.Fatalf("after a Reconnect whose read failed before the stop: session %p (%v), want the one before, %p", cs, err, before)
+	}
+	// The third (the restart's, after the stop) fails.
+	if err := tr.mgr.Reconnect(withHook(context.Background(), failOn(3)), sv.ID); err == nil {
+		t.Fatal("a Reconnect that left no session said nothing")
+	}
+	row, err := tr.reg.GetServer(context.Background(), sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.Status != registry.StatusError || row.LastError == nil || !strings.Contains(*row.LastError, "could not read the server's settings") {
+		t.Fatalf("the row of a server left with no session: %q %v, want error saying why", row.Status, row.LastError)
+	}
+}
+
+// A reconcile whose read of one server failed says so, so that Run tries it again: the
+// server may have been disabled meanwhile, its session to end.
+func TestReconcileReportsAFailedServerRead(t *testing.T) {
+	t.Parallel()
+	tr := startTraced(t, context.Background(), nil, nil)
+	tr.connected(t, "one", mcptest.StartHTTP(t, &mcptest.Options{Name: "one"}))
+	failing := &queryHook{sql: "/* registry.GetServer */", start: func(n int, ctx context.Context) context.Context {
+		if n == 1 {
+			return cancelled(ctx)
+		}
+		return ctx
+	}}
+	if err := tr.mgr.reconcileAll(withHook(context.Background(), failing)); err == nil {
+		t.Fatal("a reconcile whose read of a server failed said nothing")
+	}
+	if err := tr.mgr.reconcileAll(context.Background()); err != nil {
+		t.Fatalf("a reconcile whose reads all went through: %v", err)
 	}
 }
