@@ -134,13 +134,13 @@ type IdentityKey func(ctx context.Context, toolID, identity string) (string, err
 // An execution with steps under several keys counts under each; one whose seal is
 // missing is left out (it is refused whatever the keys, as SealUsage leaves it out).
 func IdentityUsage(ctx context.Context, pool *pgxpool.Pool, keyOf IdentityKey) (map[string]int, error) {
-	type todo struct {
+	type openStep struct {
 		ExecutionID string `db:"execution_id"`
 		Phase       string `db:"phase"`
 		Position    int    `db:"position"`
 	}
 	// Running too: a step is marked running before its call is checked and sent.
-	steps, err := db.All[todo](ctx, pool, "executions: identity usage", `/* executions.IdentityUsage.steps */
+	steps, err := db.All[openStep](ctx, pool, "executions: identity usage", `/* executions.IdentityUsage.steps */
 		SELECT c.execution_id, c.phase, c.position FROM tool_calls c JOIN executions e ON e.id = c.execution_id
 		WHERE e.seal IS NOT NULL AND e.status = ANY($1) AND c.status = ANY($2)`,
 		openStatuses(), []string{StepPending, StepRunning})
@@ -150,7 +150,7 @@ func IdentityUsage(ctx context.Context, pool *pgxpool.Pool, keyOf IdentityKey) (
 	if len(steps) == 0 {
 		return map[string]int{}, nil
 	}
-	byID := map[string][]todo{}
+	byID := map[string][]openStep{}
 	for _, st := range steps {
 		byID[st.ExecutionID] = append(byID[st.ExecutionID], st)
 	}
