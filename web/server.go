@@ -10,11 +10,13 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/toolwarden/toolwarden/handlers"
+	"github.com/toolwarden/toolwarden/internal/loglimit"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/static"
@@ -31,11 +33,20 @@ type Server struct {
 	table   []Route
 	// hops checks the requests other replicas forward here (nil without a keyring).
 	hops *replicahop.Verifier
+	// hopLog bounds the warnings about refused hops: anyone may send the header.
+	hopLog *loglimit.Budget
 	// closing is closed when the server begins to stop: requests held open for other
 	// replicas (a test run's watch) end then, not at the drain's end.
 	closing   chan struct{}
 	closeOnce sync.Once
 }
+
+// hopLogBurst warnings about refused replica hops may be logged at once, then one
+// every hopLogEvery, each saying how many were left out before it.
+const (
+	hopLogBurst = 10
+	hopLogEvery = 10 * time.Second
+)
 
 // New builds the server. bus delivers events to websocket clients.
 func New(deps *handlers.Deps, bus *events.Bus) *Server {
@@ -46,7 +57,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	if deps.RunHops == nil {
 		deps.RunHops = &handlers.PersonLimits{}
 	}
-	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log, closing: make(chan struct{})}
+	s := &Server{e: echo.New(), deps: deps, shell: deps.Shell(), log: log, closing: make(chan struct{}), hopLog: loglimit.New(hopLogEvery, hopLogBurst)}
 	if deps.Keys != nil {
 		self := ""
 		if deps.Replicas != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/handlers"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/replicas"
@@ -41,7 +42,10 @@ func (s *Server) replicaHop(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		hop, _, err := s.hops.VerifyRequest(c.Request())
 		if err != nil {
-			s.log.Warn("a request claimed to come from a replica", "err", err, "path", c.Request().URL.Path, "ip", c.RealIP())
+			if ok, dropped := s.hopLog.Take(); ok {
+				s.log.Warn("a request claimed to come from a replica", "err", err, "path", textcheck.Clip(c.Request().URL.Path, 200, "…"),
+					"ip", c.RealIP(), "refusals_left_out_before", dropped)
+			}
 			status := http.StatusForbidden
 			switch {
 			case errors.Is(err, replicahop.ErrBusy):

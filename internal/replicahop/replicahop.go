@@ -243,13 +243,10 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 		s.RequestID != "" && !ValidRequestID(s.RequestID) {
 		return Hop{}, ErrMalformed
 	}
+	if err := v.fresh(s, now); err != nil {
+		return Hop{}, err
+	}
 	at := time.UnixMilli(s.ms)
-	if d := now.Sub(at); d > MaxSkew || d < -MaxSkew {
-		return Hop{}, fmt.Errorf("%w (%s off)", ErrStale, d.Round(time.Second))
-	}
-	if s.To != v.self {
-		return Hop{}, ErrMisdirected
-	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if now.After(v.next) { // at most once a second, however full
@@ -277,6 +274,27 @@ func (v *Verifier) Verify(value, method, target string, body []byte, now time.Ti
 	return s.Hop, nil
 }
 
+// precheck refuses, before any MAC, a header that Verify would refuse whatever its
+// MAC: unparseable, stale, or for another replica.
+func (v *Verifier) precheck(value string, now time.Time) error {
+	s, _, err := parse(value)
+	if err != nil {
+		return ErrForged
+	}
+	return v.fresh(s, now)
+}
+
+// fresh refuses a hop signed more than MaxSkew away from now, or for another replica.
+func (v *Verifier) fresh(s signed, now time.Time) error {
+	if d := now.Sub(time.UnixMilli(s.ms)); d > MaxSkew || d < -MaxSkew {
+		return fmt.Errorf("%w (%s off)", ErrStale, d.Round(time.Second))
+	}
+	if s.To != v.self {
+		return ErrMisdirected
+	}
+	return nil
+}
+
 // Remembered is how many nonces v keeps (those of hops that are not stale yet).
 func (v *Verifier) Remembered() int {
 	v.mu.Lock()
@@ -285,11 +303,16 @@ func (v *Verifier) Remembered() int {
 }
 
 // VerifyRequest checks r's hop header, reading its body (at most MaxBody) and putting
-// it back: ok false with no error when r has none.
+// it back: ok false with no error when r has none. A header that cannot be a valid
+// hop here (malformed, stale, or naming another replica) is refused before the body
+// is read: anyone can send one, and reading up to MaxBody for it costs this replica.
 func (v *Verifier) VerifyRequest(r *http.Request) (h Hop, ok bool, err error) {
 	value := r.Header.Get(Header)
 	if value == "" {
 		return Hop{}, false, nil
+	}
+	if err := v.precheck(value, v.Clock()); err != nil {
+		return Hop{}, false, err
 	}
 	var body []byte
 	if r.Body != nil && r.Body != http.NoBody {

@@ -182,3 +182,34 @@ func TestVerifyRequest(t *testing.T) {
 		t.Fatalf("no header: ok %v err %v", ok, err)
 	}
 }
+
+// unread fails its test when anything reads it.
+type unread struct{ t *testing.T }
+
+func (u unread) Read([]byte) (int, error) {
+	u.t.Error("the body was read for a hop that could not be valid here")
+	return 0, io.EOF
+}
+
+// A header that cannot be a valid hop here (malformed, stale, for another replica) is
+// refused without reading the body: anyone may send one, with up to MaxBody behind it.
+func TestVerifyRequestRefusesBeforeTheBody(t *testing.T) {
+	kr := keyring(t)
+	v := replicahop.NewVerifier(kr, "id-r0")
+	const path = "/internal/v1/terminals/term-1/op"
+	for _, c := range []struct {
+		name, value string
+		want        error
+	}{
+		{"malformed", "v3 not a hop", replicahop.ErrForged},
+		{"stale", replicahop.Sign(kr, replicahop.Hop{From: "r1", To: "id-r0"}, http.MethodPost, path, nil, time.Now().Add(-time.Hour)), replicahop.ErrStale},
+		{"for another replica", replicahop.Sign(kr, replicahop.Hop{From: "r1", To: "id-r9"}, http.MethodPost, path, nil, time.Now()), replicahop.ErrMisdirected},
+		{"unsigned, stale", replicahop.Sign(keyring(t), replicahop.Hop{From: "r1", To: "id-r0"}, http.MethodPost, path, nil, time.Now().Add(time.Hour)), replicahop.ErrStale},
+	} {
+		in := httptest.NewRequest(http.MethodPost, path, io.NopCloser(unread{t}))
+		in.Header.Set(replicahop.Header, c.value)
+		if _, ok, err := v.VerifyRequest(in); ok || !errors.Is(err, c.want) {
+			t.Errorf("a %s hop: ok %v err %v, want %v", c.name, ok, err, c.want)
+		}
+	}
+}

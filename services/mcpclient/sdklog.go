@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
+	"github.com/toolwarden/toolwarden/internal/loglimit"
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/usage"
@@ -36,7 +34,7 @@ func sdkLogger(log *slog.Logger, cfg registry.Connection) *slog.Logger {
 		return textcheck.Clip(textcheck.Storable(usage.RedactText(masker.String(s))), sdkLogMax, registry.CutMark)
 	}
 	next := log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
-	return slog.New(&maskHandler{next: next, clean: clean, budget: &logBudget{lim: rate.NewLimiter(rate.Every(sdkLogEvery), sdkLogBurst)}})
+	return slog.New(&maskHandler{next: next, clean: clean, budget: loglimit.New(sdkLogEvery, sdkLogBurst)})
 }
 
 // maskHandler passes records on with their message and text values cleaned, as many
@@ -44,32 +42,13 @@ func sdkLogger(log *slog.Logger, cfg registry.Connection) *slog.Logger {
 type maskHandler struct {
 	next   slog.Handler
 	clean  func(string) string
-	budget *logBudget // shared by the handlers WithAttrs and WithGroup derive
-}
-
-// logBudget is a rate of lines, and how many were left out since the last one logged.
-type logBudget struct {
-	lim     *rate.Limiter
-	mu      sync.Mutex
-	dropped int
-}
-
-// take reports whether a line may be logged now, with how many were left out before it.
-func (b *logBudget) take() (ok bool, dropped int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.lim.Allow() {
-		b.dropped++
-		return false, 0
-	}
-	dropped, b.dropped = b.dropped, 0
-	return true, dropped
+	budget *loglimit.Budget // shared by the handlers WithAttrs and WithGroup derive
 }
 
 func (h *maskHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *maskHandler) Handle(ctx context.Context, r slog.Record) error {
-	ok, dropped := h.budget.take()
+	ok, dropped := h.budget.Take()
 	if !ok {
 		return nil
 	}
