@@ -196,6 +196,13 @@ func (s *Service) Join(ctx context.Context) error {
 		s.log.Warn("replicas: another live replica has this name; give each its own --replica-name",
 			"name", s.self.Name, "host", same.Host, "pid", same.PID)
 	}
+	return s.insert(ctx)
+}
+
+// insert writes this replica's row, on the heartbeats' pool: a heartbeat that finds
+// its row gone (pruned after a long pause) writes it again without waiting behind
+// requests, and without the name check Join made once.
+func (s *Service) insert(ctx context.Context) error {
 	err := s.readClock(ctx, `/* replicas.join */
 		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)
 		RETURNING clock_timestamp()`,
@@ -243,7 +250,7 @@ func (s *Service) beat(ctx context.Context) error {
 	err := s.readClock(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1
 		RETURNING clock_timestamp()`, s.self.ID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return s.Join(ctx)
+		return s.insert(ctx)
 	}
 	return err
 }

@@ -178,4 +178,15 @@ func TestBeatsWhileThePoolIsBusy(t *testing.T) {
 	if err := s.beat(ctx); err != nil {
 		t.Fatalf("a heartbeat while every request connection is taken: %v", err)
 	}
+	// A row pruned meanwhile is written again on the heartbeats' pool too.
+	if _, err := pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, s.Self().ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.beat(ctx); err != nil {
+		t.Fatalf("a heartbeat that rejoins while every request connection is taken: %v", err)
+	}
+	var n int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM replicas WHERE id = $1`, s.Self().ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the row after the rejoin: %d, %v", n, err)
+	}
 }
