@@ -132,30 +132,13 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
-	switch sub {
-	case "status":
-		u, err := keyUsage(ctx, d.Pool)
-		if err != nil {
-			return err
-		}
-		for i, id := range keys.IDs() {
-			role := "decrypts"
-			if i == 0 {
-				role = "primary"
-			}
-			fmt.Fprintf(stdout, "%s\t%s\t%d values\n", id, role, u[id])
-		}
-		for _, id := range slices.Sorted(maps.Keys(u)) {
-			if !slices.Contains(keys.IDs(), id) {
-				fmt.Fprintf(stdout, "%s\tMISSING from the key file\t%d values\n", id, u[id])
-			}
-		}
-		return nil
-	}
 	// Execution approvals are sealed with a MAC, which names no key: each key is tried.
 	keyOf, err := sealKeyOf(path)
 	if err != nil {
 		return err
+	}
+	if sub == "status" {
+		return secretsStatus(ctx, stdout, d.Pool, keys, keyOf, path, reg, ts)
 	}
 	if sub == "rotate" {
 		// Values under a lost key cannot be opened: they are left, and counted.
@@ -252,6 +235,42 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if earlier > 0 {
 		fmt.Fprintf(stdout, "%d executions not yet final were sealed with it by an earlier release of Toolwarden: they could not be approved or rolled back "+
 			"before (that seal does not cover who asked), and their seals now match no key, so they are refused as altered or sealed with a retired key\n", earlier)
+	}
+	return nil
+}
+
+// secretsStatus lists the keys of the key file with what each still seals: stored
+// values, the approvals of executions not yet final (SealUsage), and the executions whose
+// pinned connection settings were approved under it (IdentityUsage): retire-key refuses
+// a key while any of the three is not zero, and this says which and how many.
+func secretsStatus(ctx context.Context, stdout io.Writer, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf executions.SealKey, path string, reg *registry.Service, ts *tools.Service) error {
+	u, err := keyUsage(ctx, pool)
+	if err != nil {
+		return err
+	}
+	seals, err := executions.SealUsage(ctx, pool, keyOf, 0)
+	if err != nil {
+		return err
+	}
+	idKeyOf, err := identityKeyOf(path, pool, reg, ts)
+	if err != nil {
+		return err
+	}
+	pinned, err := executions.IdentityUsage(ctx, pool, idKeyOf)
+	if err != nil {
+		return err
+	}
+	for i, id := range keys.IDs() {
+		role := "decrypts"
+		if i == 0 {
+			role = "primary"
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%d values\t%d executions sealed\t%d executions pinned\n", id, role, u[id], seals[id], pinned[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(u)) {
+		if !slices.Contains(keys.IDs(), id) {
+			fmt.Fprintf(stdout, "%s\tMISSING from the key file\t%d values\n", id, u[id])
+		}
 	}
 	return nil
 }

@@ -77,8 +77,14 @@ func TestSecretsRetireWaitsForPinnedPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := plan("after")
+	// status says what holds the old key back: no value, no seal, one pinned plan.
+	out, err := cli("secrets", "status")
+	if err != nil || !strings.Contains(out, old.ID+"\tdecrypts\t0 values\t0 executions sealed\t1 executions pinned\n") ||
+		!strings.Contains(out, "\tprimary\t0 values\t2 executions sealed\t1 executions pinned\n") {
+		t.Fatalf("status with a plan pinned under each key: %v\n%s", err, out)
+	}
 	settleKeyFile(t)
-	out, err := cli("secrets", "retire-key", old.ID)
+	out, err = cli("secrets", "retire-key", old.ID)
 	if err == nil || !strings.Contains(err.Error(), "connection settings that 1 executions not yet final") {
 		t.Fatalf("retire a key that pins an open plan's server: %v %s; want it refused", err, out)
 	}
