@@ -129,33 +129,44 @@ func AppendAlone(ctx context.Context, begin db.TxBeginner, e Entry) error {
 const announceEach = 16
 
 // AppendBatch writes entries to the chain in order inside tx with one lock, one read of
-// the chain head and one insert, which is what lets the router record many calls per
-// transaction.
+// the chain head and one insert, and announces them on Topic.
 func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	b, err := NewBatch(entries)
+	rs, announce, err := AppendBatchQuiet(ctx, q, entries)
 	if err != nil {
 		return nil, err
 	}
-	if err := db.LockJournal(ctx, q); err != nil {
+	if _, err := events.PublishBatch(ctx, q, announce); err != nil {
 		return nil, err
+	}
+	return rs, nil
+}
+
+// AppendBatchQuiet is AppendBatch leaving the announcements to its caller, who publishes
+// them in tx with its own events: the router's gathered write, whose bus hands its own
+// publications to this replica's subscribers directly (events.Bus.PublishBatch), where
+// a second publication ahead of them would make it read both back.
+func AppendBatchQuiet(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, []events.Draft, error) {
+	if len(entries) == 0 {
+		return nil, nil, nil
+	}
+	b, err := NewBatch(entries)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := db.LockJournal(ctx, q); err != nil {
+		return nil, nil, err
 	}
 	var head Head
 	sql, args := b.HeadQuery()
 	if err := q.QueryRow(ctx, sql, args...).Scan(&head.ID, &head.Hash); err != nil {
-		return nil, fmt.Errorf("audit: chain head: %w", err)
+		return nil, nil, fmt.Errorf("audit: chain head: %w", err)
 	}
 	rs := b.Seal(head)
 	sql, args = b.InsertQuery()
 	if _, err := q.Exec(ctx, sql, args...); err != nil {
-		return nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
+		return nil, nil, fmt.Errorf("audit: append %d entries: %w", len(rs), err)
 	}
-	if _, err := events.PublishBatch(ctx, q, b.Announcements()); err != nil {
-		return nil, err
-	}
-	return rs, nil
+	return rs, b.Announcements(), nil
 }
 
 // Batch is an append split into statements a caller can pipeline in its own

@@ -392,17 +392,19 @@ func (w *recorder) write(ctx context.Context, batch []*job, urgent bool) error {
 				return err
 			}
 		}
-		// The journal lock is taken last, so it is held only for the appends.
-		if _, err := audit.AppendBatch(ctx, tx, audits); err != nil {
+		// The journal lock is taken last, so it is held only for the appends. The
+		// entries' announcements go out with the other events, in one publication.
+		_, announce, err := audit.AppendBatchQuiet(ctx, tx, audits)
+		if err != nil {
 			return err
 		}
+		drafts = append(drafts, announce...)
 		if w.bus == nil {
 			_, err := events.PublishBatch(ctx, tx, drafts)
 			return err
 		}
 		// This replica's subscribers get them from memory (Deliver below); the
 		// NOTIFY is for the others.
-		var err error
 		published, err = w.bus.PublishBatch(ctx, tx, drafts)
 		return err
 	})
