@@ -309,7 +309,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cc := cfg.Checkpoints; cc.Dir != "" {
 		// NeedsKey: with --checkpoint-every 0 there may be no key, and a checkpoint checked
 		// only against the key it names could be anyone's.
-		a.AuditLog.UseCheckpoints(audit.CheckpointSource{Dir: cc.Dir, KeyFile: cc.KeyFile, NeedsKey: true})
+		a.AuditLog.UseCheckpoints(audit.CheckpointSource{Dir: cc.Dir, KeyFile: cc.KeyFile, PublicKey: cc.PublicKey, NeedsKey: true})
 	}
 	a.Assistant = a.assistant(pool, cfg)
 	eo := cfg.Executions

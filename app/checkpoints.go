@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -18,6 +19,10 @@ type CheckpointConfig struct {
 	// KeyFile is the Ed25519 signing key, created 0600 on first use with its public key
 	// beside it (audit.OpenSigner).
 	KeyFile string
+	// PublicKey is the public key file (PEM) of the key the page's check trusts
+	// checkpoints from; "" trusts KeyFile's. For checkpoints signed elsewhere and put
+	// into Dir (Every 0): the signing key then never is on this machine.
+	PublicKey string
 	// Every is how often; 0 writes none (serve --checkpoint-every 0).
 	Every time.Duration
 }
@@ -31,6 +36,18 @@ func (a *App) checkpoints() (Component, error) {
 	signer, err := audit.OpenSigner(cc.KeyFile)
 	if err != nil {
 		return Component{}, err
+	}
+	// The page would refuse every checkpoint this server signs.
+	if cc.PublicKey != "" {
+		trusted, err := audit.ReadPublicKey(cc.PublicKey)
+		if err != nil {
+			return Component{}, err
+		}
+		if !trusted.Equal(signer.Public()) {
+			return Component{}, fmt.Errorf("the checkpoint public key %s (%s) is not that of the key this server signs checkpoints with, %s (%s): "+
+				"give that key's .pub, or --checkpoint-every 0 when checkpoints are signed elsewhere",
+				cc.PublicKey, audit.Fingerprint(trusted), cc.KeyFile, audit.Fingerprint(signer.Public()))
+		}
 	}
 	w := audit.NewCheckpointer(a.Pool, signer, cc.Dir)
 	write := func(ctx context.Context) {

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/internal/gctune"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -62,6 +63,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	termMax := fs.String("terminals-max", envOr("TOOLWARDEN_TERMINALS_MAX", strconv.Itoa(builtin.DefaultMaxTerminals)), "how many built-in terminals this serve runs in all, whoever owns them (env TOOLWARDEN_TERMINALS_MAX)")
 	termIdle := fs.String("terminal-idle", envOr("TOOLWARDEN_TERMINAL_IDLE", "30m"), "how long a terminal session at its shell's prompt may go with no input and no output before it is ended; a job running in its foreground keeps it. 0: never (env TOOLWARDEN_TERMINAL_IDLE)")
 	cpKey := checkpointKeyFlag(fs)
+	cpPub := fs.String("checkpoint-public-key", envOr("TOOLWARDEN_CHECKPOINT_PUBLIC_KEY", ""), "public key file (PEM) of the key whose checkpoints the audit page's chain check trusts, for checkpoints signed on another machine and copied into <data-dir>/checkpoints (with --checkpoint-every 0); default the .pub beside --checkpoint-key-file (env TOOLWARDEN_CHECKPOINT_PUBLIC_KEY)")
 	cpEvery := fs.Duration("checkpoint-every", time.Hour, "how often the server signs the audit chain's head into <data-dir>/checkpoints; 0: never (env TOOLWARDEN_CHECKPOINT_EVERY)")
 	egressOf := egressFlags(fs)
 	tokenTTL := fs.String("token-default-ttl", envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", "90d"), "how long an API token lives when its creator names no expiry: days (90d) or a duration (720h); 0: such tokens never expire. An expiry given at creation wins (env TOOLWARDEN_TOKEN_DEFAULT_TTL)")
@@ -105,6 +107,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *cpEvery != 0 && *cpEvery < time.Second {
 		fmt.Fprintf(stderr, "toolwarden serve: --checkpoint-every: %s is not 0 (never) or a duration of at least 1s, such as 1h\n", *cpEvery)
 		return errUsage
+	}
+	if *cpPub != "" {
+		if _, err := audit.ReadPublicKey(*cpPub); err != nil {
+			fmt.Fprintln(stderr, "toolwarden serve: --checkpoint-public-key:", err)
+			return errUsage
+		}
 	}
 	mcpHold, err := time.ParseDuration(*hold)
 	if err != nil || mcpHold < time.Second || mcpHold > 10*time.Minute {
@@ -186,7 +194,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Gateway:            gateway.Options{Hold: mcpHold},
 		BuiltinRoot:        root,
 		TerminalsPerPerson: terms.perPerson, TerminalsMax: terms.max, TerminalIdle: terms.idle,
-		Checkpoints: checkpointConfig(c, *cpKey, *cpEvery),
+		Checkpoints: checkpointConfig(c, *cpKey, *cpPub, *cpEvery),
 		Replica:     replicas.Options{Name: *replicaName, Address: advertiseURL},
 	})
 	if err != nil {
@@ -342,8 +350,8 @@ func confinement(c config, cpKeyFlag string) (confine.Spec, []string, error) {
 // checkpointConfig is where serve signs checkpoints: <data-dir>/checkpoints, every
 // `every` (0: none). The directory is set even then: the audit page's check reads the
 // newest checkpoint there, as `toolwarden audit verify` does.
-func checkpointConfig(c config, keyFlag string, every time.Duration) app.CheckpointConfig {
-	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), Every: every}
+func checkpointConfig(c config, keyFlag, pubFlag string, every time.Duration) app.CheckpointConfig {
+	return app.CheckpointConfig{Dir: checkpointDir(c), KeyFile: checkpointKeyPath(c, keyFlag), PublicKey: pubFlag, Every: every}
 }
 
 // rateLimitFlag defines --rate-limit (1200 by default) on fs, setting n.
