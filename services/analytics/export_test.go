@@ -30,3 +30,8 @@ func (s *Service) HoldReading(f func()) { s.reading = f }
 
 // ReportConns is how many connections the service's reports use at once.
 func (s *Service) ReportConns() int { return cap(s.conns) }
+
+// MovedDays is movedDays (the job's days to roll again), read through q.
+func MovedDays(ctx context.Context, q querier, since time.Time) ([]time.Time, error) {
+	return movedDays(ctx, q, since)
+}

@@ -46,21 +46,10 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 		}
 		n++
 	}
-	// A call is recorded when it ends, under the time it started: one that waited hours
-	// for a person (user_collaboration) lands in a day already rolled. The last
-	// rollAgainDays days are rolled again when their record count moved, and any day
-	// whose rollups are stale.
-	again, err := s.pool.Query(ctx, `/* analytics.rollup.moved */ SELECT d.day FROM usage_daily_done d
-		WHERE (d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
-			WHERE u.used_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND u.used_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC')))
-			OR `+staleSQL+`
-		ORDER BY d.day`, before.Add(-rollAgainDays*day))
+	// Then the rolled days that need it again: late records, a tool deleted (movedSQL).
+	moved, err := movedDays(ctx, s.pool, before.Add(-rollAgainDays*day))
 	if err != nil {
-		return n, fmt.Errorf("analytics: rollup: %w", err)
-	}
-	moved, err := pgx.CollectRows(again, pgx.RowTo[time.Time])
-	if err != nil {
-		return n, fmt.Errorf("analytics: rollup: %w", err)
+		return n, err
 	}
 	for _, d := range moved {
 		if err := s.rollDay(ctx, d.UTC()); err != nil {
@@ -74,12 +63,31 @@ func (s *Service) RollUp(ctx context.Context, now time.Time) (int, error) {
 // rollAgainDays is how many finished days are checked for records written late.
 const rollAgainDays = 3
 
-// staleSQL is true of a rolled day d whose rollups no longer agree: a deleted tool
-// (its server deleted) takes its calls and its usage_daily_tools rows along, but the
-// people's rollups, which name no tool, kept counting them. Both rollups of a day add
-// up the same calls, so the day's calls per tool and per person sum alike until then.
-const staleSQL = `(SELECT coalesce(sum(calls), 0) FROM usage_daily_tools t WHERE t.day = d.day)
-	<> (SELECT coalesce(sum(calls), 0) FROM usage_daily_actors a WHERE a.day = d.day)`
+// movedSQL is the rolled days to roll again. A call is recorded when it ends, under the
+// time it started: one that waited hours for a person (user_collaboration) lands in a
+// day already rolled, so the days since $1 (the last rollAgainDays) whose record count
+// moved are. So are the stale days: a deleted tool (its server deleted) takes its calls
+// and its usage_daily_tools rows along, but the people's rollups, which name no tool,
+// kept counting them. A trigger marks those days (migration 59), so that neither this
+// hourly query nor a report adds up both rollups of every day ever rolled to find them.
+const movedSQL = `/* analytics.rollup.moved */ SELECT d.day FROM usage_daily_done d WHERE d.stale
+	UNION
+	SELECT d.day FROM usage_daily_done d WHERE d.day >= $1 AND d.usage_rows IS DISTINCT FROM (SELECT count(*) FROM tool_usage_logs u
+		WHERE u.used_at >= (d.day::timestamp AT TIME ZONE 'UTC') AND u.used_at < ((d.day + 1)::timestamp AT TIME ZONE 'UTC'))
+	ORDER BY 1`
+
+// movedDays returns the days of movedSQL, oldest first.
+func movedDays(ctx context.Context, q querier, since time.Time) ([]time.Time, error) {
+	rows, err := q.Query(ctx, movedSQL, since)
+	if err != nil {
+		return nil, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	days, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	if err != nil {
+		return nil, fmt.Errorf("analytics: rollup: %w", err)
+	}
+	return days, nil
+}
 
 // group is calls added up: how many, how many failed, and their latencies.
 type group struct {
@@ -180,7 +188,7 @@ func (s *Service) rollAgain(ctx context.Context, stale []time.Time) ([]time.Time
 		return nil, 0, nil
 	}
 	// Read again under the lock: another report or the job may have rolled them.
-	rows, err := tx.Query(ctx, `/* analytics.rollup.stale */ SELECT d.day, `+staleSQL+` FROM usage_daily_done d WHERE d.day = ANY($1)
+	rows, err := tx.Query(ctx, `/* analytics.rollup.stale */ SELECT d.day, d.stale FROM usage_daily_done d WHERE d.day = ANY($1)
 		ORDER BY d.day DESC`, stale)
 	if err != nil {
 		return nil, 0, fmt.Errorf("analytics: rollup: %w", err)
@@ -279,8 +287,10 @@ func rollDayIn(ctx context.Context, tx pgx.Tx, d time.Time) error {
 			return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 		}
 	}
+	// Last: the delete above marked the day stale (migration 59's trigger marks the days
+	// of any rows deleted), and the rows now written are right.
 	if _, err := tx.Exec(ctx, `/* analytics.rollup.done */ INSERT INTO usage_daily_done (day, rolled_at, usage_rows) VALUES ($1, now(), $2)
-		ON CONFLICT (day) DO UPDATE SET rolled_at = now(), usage_rows = EXCLUDED.usage_rows`, d, count); err != nil {
+		ON CONFLICT (day) DO UPDATE SET rolled_at = now(), usage_rows = EXCLUDED.usage_rows, stale = false`, d, count); err != nil {
 		return fmt.Errorf("analytics: rollup %s: %w", d.Format(time.DateOnly), err)
 	}
 	return nil

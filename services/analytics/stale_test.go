@@ -11,8 +11,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
-// staleDays counts the rolled days whose per-tool and per-person rollups disagree
-// (rollup.go, staleSQL): the days a report would read from the calls.
+// staleDays counts the rolled days whose per-tool and per-person rollups disagree (what
+// usage_daily_done.stale marks, rollup.go's movedSQL): the days a report would read from
+// the calls.
 const staleDays = `SELECT count(*) FROM usage_daily_done d
 	WHERE (SELECT coalesce(sum(calls), 0) FROM usage_daily_tools t WHERE t.day = d.day)
 		<> (SELECT coalesce(sum(calls), 0) FROM usage_daily_actors a WHERE a.day = d.day)`

@@ -16,10 +16,10 @@ type querier interface {
 }
 
 // rolledDays returns the whole days of [from, to) read from their rollups (rolled, and
-// not stale: rollup.go) and those rolled but stale; the rest of [from, to) is read from
-// the calls themselves.
+// not stale: rollup.go, movedSQL) and those rolled but stale; the rest of [from, to) is
+// read from the calls themselves.
 func rolledDays(ctx context.Context, q querier, from, to time.Time) (rolled, stale []time.Time, err error) {
-	rows, err := q.Query(ctx, `/* analytics.rolled */ SELECT d.day, `+staleSQL+` FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
+	rows, err := q.Query(ctx, `/* analytics.rolled */ SELECT d.day, d.stale FROM usage_daily_done d WHERE d.day >= $1 AND d.day < $2
 		ORDER BY d.day`, from.Truncate(day), to)
 	if err != nil {
 		return nil, nil, fmt.Errorf("analytics: calls: %w", err)
@@ -86,7 +86,7 @@ func ToolSpans(ctx context.Context, q querier, toolID string, edges []time.Time)
 	// in is the interval holding t.
 	in := func(t time.Time) int { return sort.Search(n, func(i int) bool { return edges[i+1].After(t) }) }
 	// Every rolled day is read from this tool's rollup row, stale or not: a day is stale
-	// when another tool was deleted (staleSQL), which leaves this tool's row right, and
+	// when another tool was deleted (movedSQL), which leaves this tool's row right, and
 	// telling stale days apart added up every tool's and person's rollups of the period
 	// on each view of one tool's page.
 	rows, err := q.Query(ctx, `/* analytics.tool_days */ SELECT day FROM usage_daily_done WHERE day >= $1 AND day < $2 ORDER BY day`,
