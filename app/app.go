@@ -476,6 +476,13 @@ func (a *App) Stop() {
 
 func (a *App) stopLocked() {
 	a.Web.Shutdown()
+	// Refusals the limit pooled and no entry counted yet are written while the bus and
+	// the database still run.
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := a.Denials.Close(dctx); err != nil {
+		a.log.Warn("audit: the count of refused requests held back could not be written", "err", err)
+	}
+	dcancel()
 	for i := len(a.running) - 1; i >= 0; i-- {
 		rc := a.running[i]
 		rc.cancel()

@@ -45,17 +45,31 @@ type DenialOptions struct {
 	// maxKeys and now are LimitOptions.MaxKeys and Now, for tests.
 	maxKeys int
 	now     func() time.Time
+	// quiet is how long refusals of callers not signed in stay pooled, no entry counting
+	// them, before an entry of their own does (default deniedQuiet; tests shorten it).
+	quiet time.Duration
 }
+
+// deniedQuiet is DenialOptions.quiet's default.
+const deniedQuiet = 30 * time.Second
 
 // Denials writes refused requests to the audit log with result denied (issue #17,
 // finding 9), rate-limited so that a flood of refusals cannot flood the append-only
 // log: what is held back is counted, and the next entry written for that actor (for
 // callers not signed in: for any of them, whatever their address) says how many were.
+// Refusals of callers not signed in that no such entry has counted after a quiet
+// interval, or at Close, are counted by an entry of the system's.
 type Denials struct {
 	pool  *pgxpool.Pool
 	begin db.TxBeginner // pool, or its Local
 	opts  DenialOptions
 	lim   *Limiter
+
+	flushMu sync.Mutex  // one flush at a time: the quiet timer's or Close's
+	mu      sync.Mutex  // guards timer, seen and closed
+	timer   *time.Timer // the quiet timer, nil when not armed
+	seen    uint64      // the limiter's drains when the timer was armed
+	closed  bool
 }
 
 // NewDenials returns a recorder of refused requests.
@@ -72,6 +86,9 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.quiet <= 0 {
+		o.quiet = deniedQuiet
 	}
 	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
 		// Pooled: callers not signed in have as many addresses as they like and rarely
@@ -121,6 +138,9 @@ type Limiter struct {
 	total *rate.Limiter
 	keys  map[string]*limitKey
 	held  int // shared entries held back since the last one let through (Pooled)
+	// drains counts the times a pooled count was taken (by an entry let through, or a
+	// flush), so that a flush can tell whether one was written since it was armed.
+	drains uint64
 	// forgotten is what keys held back when the memory started over, until Forgotten
 	// takes it.
 	forgotten int
@@ -196,6 +216,9 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 	}
 	if pooled {
 		withheld, l.held = l.held, 0
+		if withheld > 0 {
+			l.drains++
+		}
 		return true, withheld
 	}
 	withheld, k.withheld = k.withheld, 0
@@ -220,6 +243,39 @@ func (l *Limiter) unforget(n int) {
 	l.forgotten += n
 }
 
+// pending returns the pooled entries held back and not yet counted, the forgotten
+// ones, and how many times a pooled count was taken.
+func (l *Limiter) pending() (held, forgotten int, drains uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held, l.forgotten, l.drains
+}
+
+// takePooled returns, and clears, the pooled count; with since, only if no count was
+// taken since drains was since (else the entry that took it counted them, and those
+// pooled after are younger than the flush's interval).
+func (l *Limiter) takePooled(since *uint64) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if since != nil && *since != l.drains {
+		return 0
+	}
+	n := l.held
+	l.held = 0
+	if n > 0 {
+		l.drains++
+	}
+	return n
+}
+
+// unpool gives back n pooled entries whose entry could not be written: the next entry
+// let through, or the next flush, counts them.
+func (l *Limiter) unpool(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held += n
+}
+
 // Record appends x as a request.denied entry unless the limit holds it back.
 func (d *Denials) Record(ctx context.Context, x Denial) error {
 	key := "ip:" + x.Actor.IP
@@ -231,9 +287,14 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if n := d.lim.Forgotten(); n > 0 {
 		if ferr = d.recordForgotten(ctx, n); ferr != nil {
 			d.lim.unforget(n) // the next Record tries again; this one's own entry still goes
+			d.arm()           // and so does the quiet flush, should no Record come
 		}
 	}
 	if !ok {
+		if x.Actor.ID == "" {
+			// Pooled: should no entry let through count it, the quiet flush does.
+			d.arm()
+		}
 		return ferr
 	}
 	// The path is the caller's to choose: what the append-only log keeps of it is
@@ -268,4 +329,87 @@ func (d *Denials) recordForgotten(ctx context.Context, n int) error {
 	return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
 		Payload: map[string]any{"withheld_before": n, "reason": "refused requests held back by the rate limit, of callers it no longer " +
 			"remembers: the limit keeps so many callers, then starts over"}, Result: ResultDenied})
+}
+
+// recordPooled writes one entry for n refusals of callers not signed in that the limit
+// held back and no entry let through has counted (a flood that stopped, a shutdown): the
+// system's, its withheld_before counting them, as recordForgotten's.
+func (d *Denials) recordPooled(ctx context.Context, n int) error {
+	return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
+		Payload: map[string]any{"withheld_before": n, "reason": "refused requests of callers not signed in held back by the rate " +
+			"limit, and counted by no later refusal of theirs: none was recorded since"}, Result: ResultDenied})
+}
+
+// arm starts the quiet timer unless it is running or Close was called: one timer for
+// all callers, so a flood costs no more than one.
+func (d *Denials) arm() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.timer != nil || d.closed {
+		return
+	}
+	_, _, d.seen = d.lim.pending()
+	d.timer = time.AfterFunc(d.opts.quiet, d.flushQuiet)
+}
+
+// flushQuiet writes the pooled count unless an entry let through took one since the
+// timer was armed (a flood still going on is counted by its own entries), and the
+// forgotten count a Record failed to write. What is left (a failed write, refusals
+// pooled since) arms the timer again.
+func (d *Denials) flushQuiet() {
+	d.flushMu.Lock()
+	defer d.flushMu.Unlock()
+	d.mu.Lock()
+	d.timer = nil
+	seen, closed := d.seen, d.closed
+	d.mu.Unlock()
+	if closed {
+		return // Close flushes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := d.flush(ctx, &seen); err != nil {
+		d.opts.Logger.Warn("audit: the count of refused requests held back could not be written; trying again", "err", err)
+	}
+	if held, forgotten, _ := d.lim.pending(); held > 0 || forgotten > 0 {
+		d.arm()
+	}
+}
+
+// flush writes the pooled count (with since, only if no entry took one since; see
+// takePooled) and the forgotten one, each in a system entry; a count whose entry fails
+// is given back.
+func (d *Denials) flush(ctx context.Context, since *uint64) error {
+	var errs error
+	if n := d.lim.takePooled(since); n > 0 {
+		if err := d.recordPooled(ctx, n); err != nil {
+			d.lim.unpool(n)
+			errs = err
+		}
+	}
+	if n := d.lim.Forgotten(); n > 0 {
+		if err := d.recordForgotten(ctx, n); err != nil {
+			d.lim.unforget(n)
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
+}
+
+// Close stops the quiet timer and writes what the limit holds back that no entry has
+// counted yet (refusals of callers not signed in, those of forgotten callers), which
+// would otherwise go with the process; the app calls it on shutdown, once no request
+// is served. It may be called more than once. A Record after it is still written, but
+// only an entry let through counts what it pools.
+func (d *Denials) Close(ctx context.Context) error {
+	d.mu.Lock()
+	d.closed = true
+	if d.timer != nil {
+		d.timer.Stop() // one already fired waits on flushMu, then sees closed
+		d.timer = nil
+	}
+	d.mu.Unlock()
+	d.flushMu.Lock()
+	defer d.flushMu.Unlock()
+	return d.flush(ctx, nil)
 }

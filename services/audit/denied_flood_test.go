@@ -50,7 +50,7 @@ func TestDeniedFloodFromRotatingAddressesIsCounted(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d := NewDenials(pool, &DenialOptions{now: clock.Now}) // the defaults: 20 per address, 600 for all
+	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now}) // the defaults: 20 per address, 600 for all
 	deny := func(i int) {
 		t.Helper()
 		err := d.Record(ctx, Denial{Actor: Actor{Kind: ActorAnonymous, IP: fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff)},
@@ -90,7 +90,7 @@ func TestDeniedForgottenCallersAreCounted(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d := NewDenials(pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now})
+	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now})
 	deny := func(a Actor) {
 		t.Helper()
 		if err := d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
@@ -125,7 +125,7 @@ func TestDeniedForgottenCountKeptWhenItsEntryFails(t *testing.T) {
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d := NewDenials(pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now})
+	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now})
 	record := func(a Actor) error {
 		return d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
 			Code: "forbidden", Reason: "needs users.manage"})

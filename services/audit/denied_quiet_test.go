@@ -1,0 +1,264 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolwarden/toolwarden/services/db/dbtest"
+)
+
+// newTestDenials is NewDenials closed when the test ends, before its database goes:
+// its quiet timer would otherwise write to a closed pool.
+func newTestDenials(t *testing.T, pool *pgxpool.Pool, opts *DenialOptions) *Denials {
+	t.Helper()
+	d := NewDenials(pool, opts)
+	t.Cleanup(func() { _ = d.Close(context.Background()) })
+	return d
+}
+
+// floodAnonymous records n refusals of callers not signed in, each from an address of
+// its own (from address first on).
+func floodAnonymous(t *testing.T, d *Denials, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		err := d.Record(context.Background(), Denial{Actor: Actor{Kind: ActorAnonymous, IP: fmt.Sprintf("2001:db8:%x:%x::1", i>>16, i&0xffff)},
+			Method: "GET", Route: "/api/v1/tools", Path: "/api/v1/tools", Status: 401, Code: "unauthenticated", Reason: "invalid token"})
+		if err != nil {
+			t.Fatalf("refusal %d: %v", i, err)
+		}
+	}
+}
+
+// systemDenied is the system's request.denied entries and the refusals they count.
+func systemDenied(t *testing.T, pool *pgxpool.Pool) (entries, withheld int) {
+	t.Helper()
+	return deniedTotals(t, pool, ActorSystem)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, within time.Duration, cond func() bool) bool {
+	t.Helper()
+	for end := time.Now().Add(within); ; time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+	}
+}
+
+// A flood of refusals from callers not signed in that stops leaves no refusal of
+// theirs to count those held back: after the quiet interval an entry of the system's
+// does, once, and the next refusal let through counts none of them again.
+func TestDeniedPooledCountWrittenWhenFloodStops(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	const quiet = 100 * time.Millisecond
+	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: quiet}) // 600 for all callers not signed in
+	floodAnonymous(t, d, 0, 700)
+	stopped := time.Now()
+	if !waitFor(t, 10*time.Second, func() bool { n, _ := systemDenied(t, pool); return n > 0 }) {
+		t.Fatal("a flood of 700 refusals stopped, 100 held back: no entry counts them")
+	}
+	t.Logf("counted %v after the flood stopped (quiet interval %v)", time.Since(stopped).Round(time.Millisecond), quiet)
+	time.Sleep(3 * quiet) // time for a second, wrong, entry to show
+	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 100 {
+		t.Fatalf("%d system entries counting %d refusals, want 1 counting the 100 held back", n, withheld)
+	}
+	clock.Add(time.Minute)
+	floodAnonymous(t, d, 700, 1)
+	if entries, withheld := deniedTotals(t, pool, ""); entries != 602 || withheld != 100 {
+		t.Fatalf("701 refusals: %d entries counting %d held back, want 602 (600, the system's, the last) counting 100", entries, withheld)
+	}
+}
+
+// While refusals are let through, each counts those pooled before it: the quiet flush
+// then finds nothing of its own to write, and writes nothing.
+func TestDeniedPooledCountNotWrittenTwice(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	const quiet = time.Second
+	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: quiet})
+	floodAnonymous(t, d, 0, 700)
+	clock.Add(time.Minute)
+	floodAnonymous(t, d, 700, 1) // counts the 100 held back, well before the interval ends
+	time.Sleep(2*quiet + quiet/2)
+	if n, _ := systemDenied(t, pool); n != 0 {
+		t.Fatalf("%d system entries after a refusal let through counted those held back, want none", n)
+	}
+	if entries, withheld := deniedTotals(t, pool, ""); entries != 601 || withheld != 100 {
+		t.Fatalf("701 refusals: %d entries counting %d, want 601 counting 100", entries, withheld)
+	}
+	d.mu.Lock()
+	armed := d.timer != nil
+	d.mu.Unlock()
+	if armed {
+		t.Error("the quiet timer is still armed with nothing held back")
+	}
+}
+
+// On shutdown, what is pooled is written at once, however long the quiet interval.
+func TestDeniedPooledCountWrittenOnClose(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := NewDenials(pool, &DenialOptions{now: clock.Now, quiet: time.Hour})
+	floodAnonymous(t, d, 0, 700)
+	if n, _ := systemDenied(t, pool); n != 0 {
+		t.Fatalf("%d system entries before the quiet interval or Close", n)
+	}
+	for range 2 { // a second Close writes nothing more
+		if err := d.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 100 {
+		t.Fatalf("after Close: %d system entries counting %d, want 1 counting the 100 held back", n, withheld)
+	}
+	d.mu.Lock()
+	armed := d.timer != nil
+	d.mu.Unlock()
+	if armed {
+		t.Error("the quiet timer is still armed after Close")
+	}
+}
+
+// syncBuffer is a log destination the quiet timer's goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// blockSystemEntries makes every system entry fail until the returned func is called.
+func blockSystemEntries(t *testing.T, pool *pgxpool.Pool) (unblock func()) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION no_system() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.actor_kind = 'system' THEN RAISE EXCEPTION 'no system entries now'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER no_system BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_system()`); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if _, err := pool.Exec(ctx, `DROP TRIGGER no_system ON audit_log`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The quiet flush's entry, when it cannot be written, is tried again after another
+// interval, its count kept, though no refusal comes.
+func TestDeniedPooledCountRetriedWhenItsEntryFails(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	logs := &syncBuffer{}
+	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	unblock := blockSystemEntries(t, pool)
+	floodAnonymous(t, d, 0, 700)
+	if !waitFor(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "no system entries now") }) {
+		t.Fatalf("the quiet flush did not try (and fail) to write its entry; logged:\n%s", logs.String())
+	}
+	unblock()
+	if !waitFor(t, 10*time.Second, func() bool { n, _ := systemDenied(t, pool); return n > 0 }) {
+		t.Fatal("the quiet flush's entry failed once and was not tried again")
+	}
+	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 100 {
+		t.Fatalf("%d system entries counting %d, want 1 counting the 100 held back", n, withheld)
+	}
+}
+
+// The entry counting forgotten callers' refusals, when it fails, is tried again by the
+// quiet flush when no later Record comes.
+func TestDeniedForgottenCountRetriedWithoutARecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now, quiet: 50 * time.Millisecond})
+	record := func(a Actor) error {
+		return d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
+			Code: "forbidden", Reason: "needs users.manage"})
+	}
+	dave := Actor{Kind: ActorUser, ID: "00000000-0000-0000-0000-00000000000d", Name: "dave", IP: "192.0.2.1"}
+	for range 5 {
+		if err := record(dave); err != nil { // 2 written, 3 held back
+			t.Fatal(err)
+		}
+	}
+	for i := range 4 {
+		if err := record(Actor{Kind: ActorAnonymous, IP: fmt.Sprintf("192.0.2.%d", 10+i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unblock := blockSystemEntries(t, pool)
+	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil { // the memory starts over
+		t.Fatal("a Record whose forgotten callers' entry failed said nothing")
+	}
+	time.Sleep(200 * time.Millisecond) // the quiet flush fails too, a few times
+	unblock()
+	if !waitFor(t, 10*time.Second, func() bool { n, _ := systemDenied(t, pool); return n > 0 }) {
+		t.Fatal("the forgotten callers' count, its entry failed, was not written without a later Record")
+	}
+	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 3 {
+		t.Fatalf("%d system entries counting %d, want 1 counting dave's 3", n, withheld)
+	}
+}
+
+// While a flood goes on, the refusals let through count those pooled: the quiet flush
+// that finds one did since it was armed writes nothing and waits another interval, so
+// a flood adds no system entries; the interval after the flood's last entry, it writes.
+func TestDeniedQuietFlushWaitsWhileRefusalsAreCounted(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: time.Hour}) // the test fires it
+	fire := func() {
+		t.Helper()
+		d.mu.Lock()
+		if d.timer == nil {
+			d.mu.Unlock()
+			t.Fatal("the quiet timer is not armed with refusals pooled")
+		}
+		d.timer.Stop()
+		d.mu.Unlock()
+		d.flushQuiet()
+	}
+	floodAnonymous(t, d, 0, 700) // 600 written, 100 pooled: the timer is armed
+	clock.Add(time.Second)       // 10 more may be written
+	floodAnonymous(t, d, 700, 15)
+	fire() // the first of the 10 counted the 100; the 5 pooled since are younger than the interval
+	if n, _ := systemDenied(t, pool); n != 0 {
+		t.Fatalf("%d system entries while refusals let through counted those pooled, want none", n)
+	}
+	fire() // a whole interval with none let through
+	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 5 {
+		t.Fatalf("%d system entries counting %d, want 1 counting the 5 pooled after the last refusal let through", n, withheld)
+	}
+	if entries, withheld := deniedTotals(t, pool, ""); entries != 611 || withheld != 105 {
+		t.Fatalf("715 refusals: %d entries counting %d held back, want 611 (610 and the system's) counting 105", entries, withheld)
+	}
+}
