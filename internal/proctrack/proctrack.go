@@ -157,11 +157,29 @@ func plain(s string) bool {
 func KillMarked(name, marker string) int {
 	killed := 0
 	for _, pid := range pids() {
-		if pid != os.Getpid() && Marked(pid, name, marker) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+		if pid != os.Getpid() && SignalIf(pid, syscall.SIGKILL, func() bool { return Marked(pid, name, marker) }) {
 			killed++
 		}
 	}
 	return killed
+}
+
+// SignalIf sends sig to process pid if is, which reads what /proc says of pid, reports
+// true, and reports whether it sent it. The process is held by a pidfd from before is
+// reads until the signal: had it exited and its pid gone to another process meanwhile,
+// is would have read the newcomer, and a kill by pid would have hit it; the pidfd's
+// signal reaches the process it was opened on or none. A kernel without pidfds (before
+// 5.3, or a sandbox that refuses them) signals by pid, as before.
+func SignalIf(pid int, sig syscall.Signal, is func() bool) bool {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return false
+	}
+	if err != nil {
+		return is() && syscall.Kill(pid, sig) == nil
+	}
+	defer unix.Close(fd)
+	return is() && unix.PidfdSendSignal(fd, sig, nil, 0) == nil
 }
 
 // Remove deletes the record of the tree id (a session or group id) from dir.
@@ -171,6 +189,12 @@ func Remove(dir string, id int) {
 
 // SessionMembers are the live processes whose session id is sid.
 func SessionMembers(sid int) []int { return members(sid, 3) }
+
+// InSession reports whether process pid is alive in session sid.
+func InSession(pid, sid int) bool {
+	s, ok := statField(pid, 3)
+	return ok && s == sid
+}
 
 // GroupMembers are the live processes whose process group id is pgid.
 func GroupMembers(pgid int) []int { return members(pgid, 2) }
@@ -296,7 +320,7 @@ func Cleanup(dir, name, keep string) (int, error) {
 			pids = SessionMembers(r.SID)
 		}
 		for _, pid := range pids {
-			if Marked(pid, name, r.Marker) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			if SignalIf(pid, syscall.SIGKILL, func() bool { return Marked(pid, name, r.Marker) }) {
 				killed++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -102,5 +103,49 @@ func TestCleanupByRun(t *testing.T) {
 	RemoveRun(dir, "run-mine")
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("records left after RemoveRun: %v", ents)
+	}
+}
+
+// A process that exits while SignalIf reads what /proc says of it, its pid then going
+// to another process, is not signalled through that pid: the newcomer lives. (The pid
+// is handed on by setting the kernel's last pid, which needs root; elsewhere, or when
+// another process took the pid first, the test is skipped.)
+func TestSignalIfSparesAPidsNextOwner(t *testing.T) {
+	victim := exec.Command("sleep", "60")
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := victim.Process.Pid
+	var stranger *exec.Cmd
+	defer func() {
+		if stranger != nil && stranger.Process != nil {
+			_ = stranger.Process.Kill()
+			_ = stranger.Wait()
+		}
+	}()
+	sent := SignalIf(pid, syscall.SIGKILL, func() bool {
+		// What /proc said was read; now the process exits and is reaped...
+		_ = victim.Process.Kill()
+		_ = victim.Wait()
+		// ...and its pid goes to a newcomer.
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
+			t.Skipf("cannot hand a pid on here: %v", err)
+		}
+		stranger = exec.Command("sleep", "60")
+		if err := stranger.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if stranger.Process.Pid != pid {
+			t.Skipf("another process took pid %d first", pid)
+		}
+		return true
+	})
+	if sent {
+		t.Error("SignalIf reported a signal sent to a process that had exited")
+	}
+	// A SIGKILL takes a moment to leave a zombie (statField reads none of a zombie).
+	time.Sleep(100 * time.Millisecond)
+	if _, alive := statField(pid, 1); !alive {
+		t.Fatal("the process that took the pid was killed")
 	}
 }

@@ -60,10 +60,9 @@ func signalSession(sid int, marker string, sig syscall.Signal) int {
 		_ = syscall.Kill(-sid, sig) // the leader's process group, at once
 	}
 	for _, pid := range sessionMembers(sid) {
-		if marker != "" && !marked(pid, marker) {
-			continue
-		}
-		if syscall.Kill(pid, sig) == nil {
+		// Read again once the process is held (proctrack.SignalIf): it may have
+		// exited since the list was read, and its pid gone to a stranger.
+		if proctrack.SignalIf(pid, sig, func() bool { return proctrack.InSession(pid, sid) && (marker == "" || marked(pid, marker)) }) {
 			n++
 		}
 	}
