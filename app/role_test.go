@@ -84,6 +84,8 @@ func TestAppRole(t *testing.T) {
 		`UPDATE audit_search SET doc = to_tsvector('forged')`,
 		`DELETE FROM audit_search`,
 		`TRUNCATE audit_search`,
+		`INSERT INTO audit_search (id, doc) VALUES (1000000, to_tsvector('planted'))`,
+		`SELECT audit_search_trim()`,
 		`UPDATE schema_migrations SET version = 1`,
 	} {
 		_, err := a.Pool.Exec(ctx, stmt)

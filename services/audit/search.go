@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/services/db"
 )
@@ -23,15 +22,20 @@ const searchBatch = 20_000
 // costliest text per character (distinct 4-byte letters in hyphenated words, each
 // indexed whole and in its parts) makes about 10 bytes of tsvector a character:
 // 100,000 characters measured 966 KB, too near the limit; 50,000 stay near half of it.
+// The cut is made by audit_search_doc (migration 58), which both indexes an entry and
+// checks a row indexed; a test checks that it cuts here.
 const SearchTextChars = 50_000
 
-// indexSearchSQL indexes, for the free-text filter, the next entries after the last one
-// indexed. Appends commit in id order under the journal lock, so the indexed ids are
-// always a prefix of the chain and their maximum is where to go on from.
-const indexSearchSQL = `/* audit.IndexSearch */ INSERT INTO audit_search (id, doc)
-	SELECT id, to_tsvector('simple'::regconfig,
-		left(audit_search_text(actor_name, action, target_type, target_id, target_name, payload), $2))
-	FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM audit_search) ORDER BY id LIMIT $1`
+// indexSearchSQL indexes, for the free-text filter, up to $1 entries after the last one
+// indexed, and returns how many (audit_search_index, migration 58: the application may
+// not write audit_search itself, so it holds nothing the log did not). Appends commit in
+// id order under the journal lock, so the indexed ids are always a prefix of the chain
+// and the last of them is where to go on from. That is not the highest id in
+// audit_search when a superuser deleted the log's tail and its ids were used again, or
+// planted rows there (a database steered before migration 58): audit_search_trim finds
+// the newest row that still holds its entry's words, checking the newest first and
+// halving when it does not, and removes the rows after it, so they are indexed again.
+const indexSearchSQL = `/* audit.IndexSearch */ SELECT audit_search_index($1)`
 
 // IndexSearch indexes the entries the free-text filter cannot find yet (audit_search,
 // migration 42) and returns how many it indexed. The index is kept behind the appends
@@ -47,10 +51,7 @@ func (l *Log) IndexSearch(ctx context.Context) (int64, error) {
 		b.Queue("BEGIN")
 		b.Queue(db.AsyncCommitSQL)
 		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended('toolwarden.audit_search', 0))`)
-		b.Queue(indexSearchSQL, searchBatch, SearchTextChars).Exec(func(tag pgconn.CommandTag) error {
-			n = tag.RowsAffected()
-			return nil
-		})
+		b.Queue(indexSearchSQL, searchBatch).QueryRow(func(row pgx.Row) error { return row.Scan(&n) })
 		b.Queue("COMMIT")
 		if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
 			return total, fmt.Errorf("audit: index for search: %w", err)
