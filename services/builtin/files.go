@@ -607,7 +607,10 @@ func listDir(ctx context.Context, s *Server, c Call, in dirIn) (*mcp.CallToolRes
 			}
 		}
 	} else if ents, total, cut, err = firstEntries(ctx, f, maxListEntries, maxListScan, func(e fs.DirEntry) bool {
-		return t.area != "" || e.Name() != snapshotDir && e.IsDir()
+		if t.area != "" {
+			return !isTemp(e) // a write's temporary file, in flight or a crash's leftover
+		}
+		return e.Name() != snapshotDir && e.IsDir()
 	}); err != nil {
 		return nil, fsError(t, err)
 	}
@@ -821,7 +824,7 @@ func (s *Server) walk(ctx context.Context, c Call, op, p string, visit func(ar *
 				if err := walkDir(name, depth+1); err != nil {
 					return err
 				}
-			case d.typ.IsRegular():
+			case d.typ.IsRegular() && !isTempName(d.name): // not a write's temporary file
 				if visit(ar, name, relUnder(start, name)) {
 					return stopped
 				}
@@ -1535,13 +1538,9 @@ func replaceFile(ar *os.Root, rel string, b []byte, mode fs.FileMode, exact bool
 
 // tempFile writes b, synced, to a new file with a hidden unique name in rel's
 // directory (the same file system, so a rename or link to rel is atomic); nothing is
-// left when it fails.
+// left when it fails, and what a crash leaves is swept (sweepTemps).
 func tempFile(ar *os.Root, rel string, b []byte, mode fs.FileMode, exact bool) (string, error) {
-	base := filepath.Base(rel)
-	if len(base) > 100 {
-		base = base[:100]
-	}
-	tmp := filepath.Join(filepath.Dir(rel), "."+base+".tw-"+randomID()[:12]+".tmp")
+	tmp := filepath.Join(filepath.Dir(rel), tempName(filepath.Base(rel)))
 	f, err := ar.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm()) // os.Root takes no setuid: Chmod sets it
 	if err != nil {
 		return "", asPathError("write", rel, err)

@@ -848,19 +848,30 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 }
 
 // KeepSnapshotsPruned prunes the snapshots past SnapshotRetention now and every hour
-// until the server closes. Each process prunes its own: snapshots are on its disk.
+// until the server closes. Each process prunes its own: snapshots are on its disk. The
+// same pass sweeps the temporary files crashed writes left in the workspaces
+// (sweepTemps), a bounded part of the root each time, going on where the last stopped.
 func (s *Server) KeepSnapshotsPruned() {
 	stop := make(chan struct{})
 	s.OnClose(func() { close(stop) })
 	go func() {
 		t := time.NewTicker(time.Hour)
 		defer t.Stop()
+		var sweepAt sweepPos
 		for {
 			if n, err := s.PruneSnapshots(time.Now().Add(-SnapshotRetention)); err != nil {
 				s.opts.Logger.Warn("builtin: could not prune old snapshots", "err", err)
 			} else if n > 0 {
 				s.opts.Logger.Info("builtin: pruned old snapshots", "count", n)
 			}
+			sw := s.sweepTemps(sweepAt, maxSweepEntries, time.Now())
+			if sw.err != nil {
+				s.opts.Logger.Warn("builtin: could not sweep the temporary files of crashed writes", "failed", sw.failed, "err", sw.err)
+			}
+			if sw.removed > 0 {
+				s.opts.Logger.Info("builtin: removed temporary files crashed writes left", "count", sw.removed)
+			}
+			sweepAt = sw.next
 			select {
 			case <-stop:
 				return
