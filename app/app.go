@@ -482,6 +482,10 @@ func (a *App) stopLocked() {
 	if err := a.Denials.Close(dctx); err != nil {
 		a.log.Warn("audit: the count of refused requests held back could not be written", "err", err)
 	}
+	// So are the failed sign-ins the audit budget held back.
+	if err := a.Auth.Close(dctx); err != nil {
+		a.log.Warn("audit: the count of failed sign-ins held back could not be written", "err", err)
+	}
 	dcancel()
 	for i := len(a.running) - 1; i >= 0; i-- {
 		rc := a.running[i]

@@ -51,7 +51,7 @@ type DenialOptions struct {
 }
 
 // deniedQuiet is DenialOptions.quiet's default.
-const deniedQuiet = 30 * time.Second
+const deniedQuiet = DefaultQuiet
 
 // Denials writes refused requests to the audit log with result denied (issue #17,
 // finding 9), rate-limited so that a flood of refusals cannot flood the append-only
@@ -64,12 +64,9 @@ type Denials struct {
 	begin db.TxBeginner // pool, or its Local
 	opts  DenialOptions
 	lim   *Limiter
-
-	flushMu sync.Mutex  // one flush at a time: the quiet timer's or Close's
-	mu      sync.Mutex  // guards timer, seen and closed
-	timer   *time.Timer // the quiet timer, nil when not armed
-	seen    uint64      // the limiter's drains when the timer was armed
-	closed  bool
+	// pooled is lim with its quiet flush: refusals pooled and forgotten callers' ones
+	// that no entry counted are written by entries of the system's.
+	pooled *PooledLimiter
 }
 
 // NewDenials returns a recorder of refused requests.
@@ -90,11 +87,13 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	if o.quiet <= 0 {
 		o.quiet = deniedQuiet
 	}
-	return &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
+	d := &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
 		// Pooled: callers not signed in have as many addresses as they like and rarely
 		// come back on one, so a count kept per address would mostly go unreported.
 		lim: NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, Pooled: true, MaxKeys: o.maxKeys,
 			What: "refused requests", Logger: o.Logger, Now: o.now})}
+	d.pooled = NewPooledLimiter(d.lim, PooledOptions{Quiet: o.quiet, WritePooled: d.recordPooled, WriteForgotten: d.recordForgotten})
+	return d
 }
 
 func clip(s string, n int) string {
@@ -276,25 +275,42 @@ func (l *Limiter) unpool(n int) {
 	l.held += n
 }
 
+// giveBack gives back n held-back entries that Take(key, shared) returned for an entry
+// that could not be written: to the pool (Pooled, shared), else to key, or when the
+// memory forgot key since, to the forgotten count. It reports whether they went where
+// only a flush counts them should no entry come (the pool, the forgotten count).
+func (l *Limiter) giveBack(key string, shared bool, n int) (flushed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if shared && l.o.Pooled {
+		l.held += n
+		return true
+	}
+	if k := l.keys[key]; k != nil {
+		k.withheld += n
+		return false
+	}
+	l.forgotten += n
+	return true
+}
+
 // Record appends x as a request.denied entry unless the limit holds it back.
 func (d *Denials) Record(ctx context.Context, x Denial) error {
 	key := "ip:" + x.Actor.IP
 	if x.Actor.ID != "" {
 		key = "user:" + x.Actor.ID
 	}
-	ok, withheld := d.lim.Take(key, x.Actor.ID == "")
+	// A refusal of a caller not signed in that is pooled arms the quiet flush, should
+	// no entry let through count it.
+	ok, withheld := d.pooled.Take(key, x.Actor.ID == "")
 	var ferr error
 	if n := d.lim.Forgotten(); n > 0 {
 		if ferr = d.recordForgotten(ctx, n); ferr != nil {
 			d.lim.unforget(n) // the next Record tries again; this one's own entry still goes
-			d.arm()           // and so does the quiet flush, should no Record come
+			d.pooled.Arm()    // and so does the quiet flush, should no Record come
 		}
 	}
 	if !ok {
-		if x.Actor.ID == "" {
-			// Pooled: should no entry let through count it, the quiet flush does.
-			d.arm()
-		}
 		return ferr
 	}
 	// The path is the caller's to choose: what the append-only log keeps of it is
@@ -315,11 +331,17 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	if route == "" {
 		route = x.Path
 	}
-	return errors.Join(ferr, db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
 		_, err := Append(ctx, tx, Entry{Actor: x.Actor, Action: "request.denied", TargetType: "route",
 			TargetID: x.Method + " " + route, TargetName: x.Path, Payload: payload, Result: ResultDenied})
 		return err
-	}))
+	})
+	if err != nil {
+		// The count this entry took went with it: the next entry, or the quiet flush,
+		// counts it.
+		d.pooled.GiveBack(key, x.Actor.ID == "", withheld)
+	}
+	return errors.Join(ferr, err)
 }
 
 // recordForgotten writes one entry for n refusals the limit held back whose callers it
@@ -340,76 +362,11 @@ func (d *Denials) recordPooled(ctx context.Context, n int) error {
 			"limit, and counted by no later refusal of theirs: none was recorded since"}, Result: ResultDenied})
 }
 
-// arm starts the quiet timer unless it is running or Close was called: one timer for
-// all callers, so a flood costs no more than one.
-func (d *Denials) arm() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil || d.closed {
-		return
-	}
-	_, _, d.seen = d.lim.pending()
-	d.timer = time.AfterFunc(d.opts.quiet, d.flushQuiet)
-}
-
-// flushQuiet writes the pooled count unless an entry let through took one since the
-// timer was armed (a flood still going on is counted by its own entries), and the
-// forgotten count a Record failed to write. What is left (a failed write, refusals
-// pooled since) arms the timer again.
-func (d *Denials) flushQuiet() {
-	d.flushMu.Lock()
-	defer d.flushMu.Unlock()
-	d.mu.Lock()
-	d.timer = nil
-	seen, closed := d.seen, d.closed
-	d.mu.Unlock()
-	if closed {
-		return // Close flushes
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := d.flush(ctx, &seen); err != nil {
-		d.opts.Logger.Warn("audit: the count of refused requests held back could not be written; trying again", "err", err)
-	}
-	if held, forgotten, _ := d.lim.pending(); held > 0 || forgotten > 0 {
-		d.arm()
-	}
-}
-
-// flush writes the pooled count (with since, only if no entry took one since; see
-// takePooled) and the forgotten one, each in a system entry; a count whose entry fails
-// is given back.
-func (d *Denials) flush(ctx context.Context, since *uint64) error {
-	var errs error
-	if n := d.lim.takePooled(since); n > 0 {
-		if err := d.recordPooled(ctx, n); err != nil {
-			d.lim.unpool(n)
-			errs = err
-		}
-	}
-	if n := d.lim.Forgotten(); n > 0 {
-		if err := d.recordForgotten(ctx, n); err != nil {
-			d.lim.unforget(n)
-			errs = errors.Join(errs, err)
-		}
-	}
-	return errs
-}
-
 // Close stops the quiet timer and writes what the limit holds back that no entry has
 // counted yet (refusals of callers not signed in, those of forgotten callers), which
 // would otherwise go with the process; the app calls it on shutdown, once no request
 // is served. It may be called more than once. A Record after it is still written, but
 // only an entry let through counts what it pools.
 func (d *Denials) Close(ctx context.Context) error {
-	d.mu.Lock()
-	d.closed = true
-	if d.timer != nil {
-		d.timer.Stop() // one already fired waits on flushMu, then sees closed
-		d.timer = nil
-	}
-	d.mu.Unlock()
-	d.flushMu.Lock()
-	defer d.flushMu.Unlock()
-	return d.flush(ctx, nil)
+	return d.pooled.Close(ctx)
 }

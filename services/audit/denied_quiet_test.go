@@ -100,9 +100,9 @@ func TestDeniedPooledCountNotWrittenTwice(t *testing.T) {
 	if entries, withheld := deniedTotals(t, pool, ""); entries != 601 || withheld != 100 {
 		t.Fatalf("701 refusals: %d entries counting %d, want 601 counting 100", entries, withheld)
 	}
-	d.mu.Lock()
-	armed := d.timer != nil
-	d.mu.Unlock()
+	d.pooled.mu.Lock()
+	armed := d.pooled.timer != nil
+	d.pooled.mu.Unlock()
 	if armed {
 		t.Error("the quiet timer is still armed with nothing held back")
 	}
@@ -126,9 +126,9 @@ func TestDeniedPooledCountWrittenOnClose(t *testing.T) {
 	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 100 {
 		t.Fatalf("after Close: %d system entries counting %d, want 1 counting the 100 held back", n, withheld)
 	}
-	d.mu.Lock()
-	armed := d.timer != nil
-	d.mu.Unlock()
+	d.pooled.mu.Lock()
+	armed := d.pooled.timer != nil
+	d.pooled.mu.Unlock()
 	if armed {
 		t.Error("the quiet timer is still armed after Close")
 	}
@@ -238,14 +238,14 @@ func TestDeniedQuietFlushWaitsWhileRefusalsAreCounted(t *testing.T) {
 	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: time.Hour}) // the test fires it
 	fire := func() {
 		t.Helper()
-		d.mu.Lock()
-		if d.timer == nil {
-			d.mu.Unlock()
+		d.pooled.mu.Lock()
+		if d.pooled.timer == nil {
+			d.pooled.mu.Unlock()
 			t.Fatal("the quiet timer is not armed with refusals pooled")
 		}
-		d.timer.Stop()
-		d.mu.Unlock()
-		d.flushQuiet()
+		d.pooled.timer.Stop()
+		d.pooled.mu.Unlock()
+		d.pooled.flushQuiet()
 	}
 	floodAnonymous(t, d, 0, 700) // 600 written, 100 pooled: the timer is armed
 	clock.Add(time.Second)       // 10 more may be written

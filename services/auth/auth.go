@@ -98,8 +98,9 @@ type Service struct {
 	log    *slog.Logger
 	tokens tokenCache
 	logins *admission // sign-ins waiting for a transaction (admission.go)
-	// loginAudit bounds the failed sign-ins audited one by one (sessions.go).
-	loginAudit *audit.Limiter
+	// loginAudit bounds the failed sign-ins audited one by one, and writes the count of
+	// those held back that no later one counted (sessions.go); Close flushes it.
+	loginAudit *audit.PooledLimiter
 }
 
 // New returns the auth service.
@@ -126,9 +127,10 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger,
-		logins:     newAdmission(loginMaxTx, loginMaxPerAddress, loginMaxWaiting),
-		loginAudit: newLoginAuditLimit(o.Logger, loginAuditPerAddress, loginAuditTotal, nil)}
+	s := &Service{pool: pool, begin: o.Local.Beginner(pool), opts: o, log: o.Logger,
+		logins: newAdmission(loginMaxTx, loginMaxPerAddress, loginMaxWaiting)}
+	s.loginAudit = s.newLoginAuditLimit(loginAuditPerAddress, loginAuditTotal, nil, 0)
+	return s
 }
 
 // Principal is an authenticated caller: a user signed in through a session, or an

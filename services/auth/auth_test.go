@@ -43,7 +43,11 @@ func newFixture(t *testing.T, opts *auth.Options) *fixture {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	pool := dbtest.New(t)
-	return &fixture{t: t, ctx: context.Background(), pool: pool, svc: auth.New(pool, &o)}
+	f := &fixture{t: t, ctx: context.Background(), pool: pool, svc: auth.New(pool, &o)}
+	// Closed before the database goes (cleanups run last first): its quiet flush of
+	// failed sign-ins held back would otherwise write to a closed pool.
+	t.Cleanup(func() { _ = f.svc.Close(context.Background()) })
+	return f
 }
 
 // createUser adds a user with testPassword, as the system.

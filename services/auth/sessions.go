@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/netip"
 	"strings"
 	"time"
@@ -68,6 +67,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	defer release()
 	var sess Session
 	var loginErr error
+	taken := 0 // the failed sign-ins held back that this attempt's entry counts
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		// One attempt per address and per account at a time, so parallel guesses cannot
 		// all slip in before the first failure is counted. The address lock comes first,
@@ -134,6 +134,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			if !ok {
 				return nil
 			}
+			taken = withheld
 			payload := map[string]any{"username": name, "reason": reason}
 			if withheld > 0 {
 				payload["withheld_before"] = withheld // failed sign-ins, from any address, not recorded since the last one that was
@@ -192,6 +193,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		return nil
 	})
 	if err != nil {
+		// The entry that counted those held back rolled back with the transaction: the
+		// count goes back to the budget, for the next entry or the quiet flush to write.
+		s.loginAudit.GiveBack(from, true, taken)
 		return Session{}, fmt.Errorf("auth: login: %w", err)
 	}
 	if loginErr != nil {
@@ -208,9 +212,23 @@ const (
 )
 
 // newLoginAuditLimit counts what it holds back all together (Pooled): an attacker's
-// addresses rarely come back, so a count per address would mostly go unreported.
-func newLoginAuditLimit(log *slog.Logger, perAddress, total int, now func() time.Time) *audit.Limiter {
-	return audit.NewLimiter(audit.LimitOptions{PerKey: perAddress, Total: total, Pooled: true, What: "failed sign-ins", Logger: log, Now: now})
+// addresses rarely come back, so a count per address would mostly go unreported. When
+// no later failed sign-in's entry counts them (the flood stopped, or the server stops),
+// an entry of the system's does, after quiet (0: audit.DefaultQuiet) or at Close.
+func (s *Service) newLoginAuditLimit(perAddress, total int, now func() time.Time, quiet time.Duration) *audit.PooledLimiter {
+	lim := audit.NewLimiter(audit.LimitOptions{PerKey: perAddress, Total: total, Pooled: true, What: "failed sign-ins", Logger: s.log, Now: now})
+	return audit.NewPooledLimiter(lim, audit.PooledOptions{Quiet: quiet, WritePooled: func(ctx context.Context, n int) error {
+		return audit.AppendAlone(ctx, s.begin, audit.Entry{Actor: audit.System, Action: "user.login_failed", TargetType: "user",
+			Payload: map[string]any{"withheld_before": n, "reason": "failed sign-ins held back by the audit budget, and counted by no " +
+				"later failed sign-in: none was recorded since"}, Result: audit.ResultFailure})
+	}})
+}
+
+// Close writes the count of failed sign-ins held back that no entry has counted yet,
+// which would otherwise go with the process; the app calls it on shutdown, once no
+// sign-in is served. It may be called more than once.
+func (s *Service) Close(ctx context.Context) error {
+	return s.loginAudit.Close(ctx)
 }
 
 // throttleKey is the address failures are counted for: an IPv4 address, or an IPv6

@@ -1,0 +1,149 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// DefaultQuiet is PooledOptions.Quiet's default.
+const DefaultQuiet = 30 * time.Second
+
+// PooledOptions tune a PooledLimiter.
+type PooledOptions struct {
+	// Quiet is how long entries the limiter pooled stay uncounted, no entry let through
+	// counting them, before WritePooled's entry does (default DefaultQuiet).
+	Quiet time.Duration
+	// WritePooled appends one entry whose withheld_before is n: pooled entries no entry
+	// let through counted (a flood that stopped, a shutdown). Required.
+	WritePooled func(ctx context.Context, n int) error
+	// WriteForgotten appends one entry counting n entries that keys the limiter forgot
+	// had held back (Limiter.Forgotten); nil when no key holds any (every key shared).
+	WriteForgotten func(ctx context.Context, n int) error
+}
+
+// PooledLimiter is a Pooled Limiter whose pooled count is not left to the next entry let
+// through alone: after a quiet interval in which no entry took it, or at Close, an entry
+// of its own (WritePooled) counts it, so a flood that stops, or a process that stops,
+// loses no count. A count whose entry fails is given back and tried again.
+type PooledLimiter struct {
+	lim *Limiter
+	o   PooledOptions
+
+	flushMu sync.Mutex  // one flush at a time: the quiet timer's or Close's
+	mu      sync.Mutex  // guards timer, seen and closed
+	timer   *time.Timer // the quiet timer, nil when not armed
+	seen    uint64      // the limiter's drains when the timer was armed
+	closed  bool
+}
+
+// NewPooledLimiter wraps lim, whose LimitOptions.Pooled must be set.
+func NewPooledLimiter(lim *Limiter, o PooledOptions) *PooledLimiter {
+	if o.Quiet <= 0 {
+		o.Quiet = DefaultQuiet
+	}
+	return &PooledLimiter{lim: lim, o: o}
+}
+
+// Limiter returns the wrapped limiter.
+func (p *PooledLimiter) Limiter() *Limiter { return p.lim }
+
+// Take is Limiter.Take; a shared entry it pools arms the quiet timer, so that should no
+// entry let through count it, the quiet flush does. A withheld count it returns whose
+// entry is then not written must be given back (GiveBack).
+func (p *PooledLimiter) Take(key string, shared bool) (ok bool, withheld int) {
+	ok, withheld = p.lim.Take(key, shared)
+	if !ok && shared && p.lim.o.Pooled {
+		p.Arm()
+	}
+	return ok, withheld
+}
+
+// GiveBack gives back n, the withheld count Take(key, shared) returned for an entry that
+// could not be written (its transaction rolled back): the next entry let through counts
+// them, or for a pooled count (or a forgotten key's), the quiet flush.
+func (p *PooledLimiter) GiveBack(key string, shared bool, n int) {
+	if n <= 0 {
+		return
+	}
+	if p.lim.giveBack(key, shared, n) {
+		p.Arm()
+	}
+}
+
+// Arm starts the quiet timer unless it is running or Close was called: one timer for
+// all keys, so a flood costs no more than one.
+func (p *PooledLimiter) Arm() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.timer != nil || p.closed {
+		return
+	}
+	_, _, p.seen = p.lim.pending()
+	p.timer = time.AfterFunc(p.o.Quiet, p.flushQuiet)
+}
+
+// flushQuiet writes the pooled count unless an entry let through took one since the
+// timer was armed (a flood still going on is counted by its own entries), and the
+// forgotten count an earlier write failed to write. What is left (a failed write,
+// entries pooled since) arms the timer again.
+func (p *PooledLimiter) flushQuiet() {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	p.mu.Lock()
+	p.timer = nil
+	seen, closed := p.seen, p.closed
+	p.mu.Unlock()
+	if closed {
+		return // Close flushes
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.flush(ctx, &seen); err != nil {
+		p.lim.o.Logger.Warn("audit: the count of "+p.lim.o.What+" held back could not be written; trying again", "err", err)
+	}
+	if held, forgotten, _ := p.lim.pending(); held > 0 || (forgotten > 0 && p.o.WriteForgotten != nil) {
+		p.Arm()
+	}
+}
+
+// flush writes the pooled count (with since, only if no entry took one since; see
+// takePooled) and the forgotten one, each in an entry of its own; a count whose entry
+// fails is given back.
+func (p *PooledLimiter) flush(ctx context.Context, since *uint64) error {
+	var errs error
+	if n := p.lim.takePooled(since); n > 0 {
+		if err := p.o.WritePooled(ctx, n); err != nil {
+			p.lim.unpool(n)
+			errs = err
+		}
+	}
+	if p.o.WriteForgotten == nil {
+		return errs
+	}
+	if n := p.lim.Forgotten(); n > 0 {
+		if err := p.o.WriteForgotten(ctx, n); err != nil {
+			p.lim.unforget(n)
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
+}
+
+// Close stops the quiet timer and writes what the limiter holds back that no entry has
+// counted yet, which would otherwise go with the process; call it on shutdown, once no
+// more entries are taken. It may be called more than once. A Take after it still works,
+// but only an entry let through counts what it pools.
+func (p *PooledLimiter) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	if p.timer != nil {
+		p.timer.Stop() // one already fired waits on flushMu, then sees closed
+		p.timer = nil
+	}
+	p.mu.Unlock()
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	return p.flush(ctx, nil)
+}
