@@ -87,7 +87,7 @@ func (h ToolsHandler) apiTool(c echo.Context, it tools.Item) (apiTool, error) {
 	if err != nil {
 		return apiTool{}, err
 	}
-	out := apiTool{Item: it, Configuration: cfg.APIView()}
+	out := apiTool{Item: it, Configuration: cfg.APIView(it.InputSchema)}
 	v, ok, err := h.Tools.LatestValidation(ctx, it)
 	if err != nil {
 		return apiTool{}, err

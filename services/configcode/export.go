@@ -117,7 +117,11 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 			listed = append(listed, t)
 		}
 	}
-	refs, err := secretRefs(listed)
+	secret, err := s.secretSettings(ctx, listed)
+	if err != nil {
+		return nil, err
+	}
+	refs, err := secretRefs(listed, secret)
 	if err != nil {
 		return nil, err
 	}
@@ -147,8 +151,8 @@ func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
 		o.Config = map[string]paramOut{}
 		for name, p := range t.Config.Params {
 			po := paramOut{Mode: p.Mode}
-			if p.Secret != "" {
-				po.Secret = "${env:" + refs[[2]string{t.qualified(), name}] + "}"
+			if env, ok := refs[[2]string{t.qualified(), name}]; ok {
+				po.Secret = "${env:" + env + "}"
 			} else {
 				po.Value = yamlValue(p.Value)
 			}
@@ -191,16 +195,70 @@ func SecretEnv(tool, param string) string {
 	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
 }
 
-// secretRefs names the variable of each secret parameter of ts, by qualified tool name
-// and parameter: SecretEnv, unless two parameters share that name (s__get-user and
-// s__get_user, or tool b__c's d and tool b's c__d); each of those then gets a hash of
-// its exact names appended, or the import would store one value into both.
-func secretRefs(ts []*storedTool) (map[[2]string]string, error) {
+// secretSettings are the settings of ts, by qualified tool name and parameter, that the
+// file gives as references rather than values: each stored encrypted, and each stored in
+// clear under a parameter the tool's current input schema marks secret
+// (tools.Configuration.SecretIn: a value saved before a new definition said so, which
+// the tool page and the API hide too). Only the schemas of tools with a clear value are
+// read, in one query.
+func (s *Service) secretSettings(ctx context.Context, ts []*storedTool) (map[[2]string]bool, error) {
+	out := map[[2]string]bool{}
+	var ids []string
+	clear := map[string]bool{} // tool ids with a setting stored in clear
+	for _, t := range ts {
+		for name, p := range t.Config.Params {
+			if p.Secret != "" {
+				out[[2]string{t.qualified(), name}] = true
+			} else if !clear[t.ID] {
+				clear[t.ID] = true
+				ids = append(ids, t.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	schemas := map[string]json.RawMessage{}
+	rows, err := s.pool.Query(ctx, `/* configcode.export.schemas */ SELECT id::text, input_schema FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var sch json.RawMessage
+		if err := rows.Scan(&id, &sch); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
+		}
+		schemas[id] = sch
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
+	}
+	for _, t := range ts {
+		if !clear[t.ID] {
+			continue
+		}
+		secret := t.Config.SecretIn(schemas[t.ID])
+		for name := range t.Config.Params {
+			if secret(name) {
+				out[[2]string{t.qualified(), name}] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+// secretRefs names the variable of each secret setting of ts (secretSettings), by
+// qualified tool name and parameter: SecretEnv, unless two parameters share that name
+// (s__get-user and s__get_user, or tool b__c's d and tool b's c__d); each of those then
+// gets a hash of its exact names appended, or the import would store one value into both.
+func secretRefs(ts []*storedTool, secret map[[2]string]bool) (map[[2]string]string, error) {
 	var keys [][2]string
 	byEnv := map[string]int{}
 	for _, t := range ts {
 		for _, name := range slices.Sorted(maps.Keys(t.Config.Params)) {
-			if t.Config.Params[name].Secret != "" {
+			if secret[[2]string{t.qualified(), name}] {
 				k := [2]string{t.qualified(), name}
 				keys = append(keys, k)
 				byEnv[SecretEnv(k[0], k[1])]++

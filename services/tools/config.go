@@ -576,12 +576,34 @@ func jsonSame(a, b json.RawMessage) bool {
 	return bytes.Equal(x, y)
 }
 
-// masked is a configuration as people and audit rows may see it: secret values masked.
-func (c Configuration) masked() map[string]any {
+// SecretIn returns whether c's setting of a parameter is to be treated as a secret
+// wherever it leaves the server: stored encrypted, or stored in clear under a parameter
+// inputSchema (the tool's current definition) marks secret (SecretParams, a secret
+// nested in its value included). A value saved before a new definition marked it
+// secret stays in clear until the next save encrypts it (applyParams), and must not be
+// shown meanwhile. The schema is read only when a clear value needs it.
+func (c Configuration) SecretIn(inputSchema json.RawMessage) func(name string) bool {
+	var pr map[string]map[string]any
+	var isSecret func(string, map[string]any) bool
+	return func(name string) bool {
+		if c.Params[name].Secret != "" {
+			return true
+		}
+		if isSecret == nil {
+			pr, isSecret = props(inputSchema), SecretParams(inputSchema)
+		}
+		return isSecret(name, pr[name])
+	}
+}
+
+// masked is a configuration as people and audit rows may see it: secret values masked,
+// as the tool's current input schema decides them too (SecretIn).
+func (c Configuration) masked(inputSchema json.RawMessage) map[string]any {
 	out := map[string]any{}
+	secret := c.SecretIn(inputSchema)
 	for name, st := range c.Params {
 		m := map[string]any{"mode": st.Mode}
-		if st.Secret != "" {
+		if secret(name) {
 			m["value"] = Mask
 			m["secret"] = true
 		} else {
@@ -663,12 +685,14 @@ func withoutFixed(obj map[string]json.RawMessage, fixed []string) {
 }
 
 // APIView is the configuration in the public shape: {"defaults":{...},"fixed":{...}},
-// secret values as Mask.
-func (c Configuration) APIView() map[string]map[string]json.RawMessage {
+// secret values as Mask, as inputSchema (the tool's current definition) decides them
+// too (SecretIn). A client that sends Mask back keeps the stored value (applyParams).
+func (c Configuration) APIView(inputSchema json.RawMessage) map[string]map[string]json.RawMessage {
 	out := map[string]map[string]json.RawMessage{"defaults": {}, "fixed": {}}
+	secret := c.SecretIn(inputSchema)
 	for name, st := range c.Params {
 		v := st.Value
-		if st.Secret != "" {
+		if secret(name) {
 			v = json.RawMessage(`"` + Mask + `"`)
 		}
 		if st.Mode == ModeFixed {

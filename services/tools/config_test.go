@@ -107,7 +107,7 @@ func TestUpdateParamsFromText(t *testing.T) {
 			t.Errorf("%s: got mode %q value %s secret %q, want %s %s", name, st.Mode, st.Value, st.Secret, w.mode, w.value)
 		}
 	}
-	view := c.APIView()
+	view := c.APIView(it.InputSchema)
 	if len(view["fixed"]) != 2 || string(view["fixed"]["mode"]) != `"fast"` || string(view["defaults"]["count"]) != "3" {
 		t.Errorf("api view: %+v", view)
 	}
@@ -322,9 +322,9 @@ func TestSecretParams(t *testing.T) {
 			}
 		}
 	}
-	view, _ := json.Marshal(c.APIView())
+	view, _ := json.Marshal(c.APIView(it.InputSchema))
 	noPlain("the API view", string(view))
-	if string(c.APIView()["fixed"]["pin"]) != `"`+tools.Mask+`"` || string(c.APIView()["defaults"]["api_key"]) != `"`+tools.Mask+`"` {
+	if string(c.APIView(it.InputSchema)["fixed"]["pin"]) != `"`+tools.Mask+`"` || string(c.APIView(it.InputSchema)["defaults"]["api_key"]) != `"`+tools.Mask+`"` {
 		t.Errorf("api view: %s", view)
 	}
 	vs, err := f.svc.ConfigVersions(f.ctx, id, 10)
@@ -830,7 +830,7 @@ func TestParamInputsRoundTrip(t *testing.T) {
 	f.update(id, tools.Patch{Params: map[string]tools.ParamInput{"count": text("3"), "mode": fixedText("fast"),
 		"api_key": fixedText("sk-roundtrip"), "names": text(`["x"]`)}})
 	before := f.config(id)
-	raw, _ := json.Marshal(before.APIView())
+	raw, _ := json.Marshal(before.APIView(f.get(id).InputSchema))
 	in, _, err := tools.ParamInputs(raw)
 	if err != nil {
 		t.Fatal(err)

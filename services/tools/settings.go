@@ -126,9 +126,10 @@ func snapshotOf(t Item, c Configuration) snapshot {
 	return snapshot{Params: c.Params, Risk: t.RiskOverride, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit, Category: t.Category, Tags: tags}
 }
 
-// masked shows a snapshot with secret values masked.
-func (s snapshot) masked() map[string]any {
-	return map[string]any{"params": Configuration{Params: s.Params}.masked(), "risk": s.Risk,
+// masked shows a snapshot with secret values masked, as the tool's current input schema
+// decides them too (Configuration.SecretIn).
+func (s snapshot) masked(inputSchema json.RawMessage) map[string]any {
+	return map[string]any{"params": Configuration{Params: s.Params}.masked(inputSchema), "risk": s.Risk,
 		"timeout_ms": s.TimeoutMS, "rate_limit": s.RateLimit, "category": s.Category, "tags": s.Tags}
 }
 
@@ -343,7 +344,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "tool", TargetID: id,
 		TargetName: t.QualifiedName(), Payload: map[string]any{"version": version, "changed": changed,
-			"before": before.masked(), "after": after.masked(), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
+			"before": before.masked(t.InputSchema), "after": after.masked(t.InputSchema), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
 		return Item{}, err
 	}
 	if slices.Contains(changed, "category") && categoryID != nil && status == toolstate.Validated {
@@ -430,18 +431,29 @@ func changedFields(a, b snapshot) []string {
 	return out
 }
 
-// ConfigVersions lists a tool's configuration versions, newest first, secrets masked.
+// ConfigVersions lists a tool's configuration versions, newest first, secrets masked
+// (a value an older version kept in clear too, when the current definition marks its
+// parameter secret).
 func (s *Service) ConfigVersions(ctx context.Context, id string, limit int) ([]ConfigVersion, error) {
 	vs, err := db.All[ConfigVersion](ctx, s.pool, "tools: configuration versions", `/* tools.ConfigVersions */
 		SELECT version, configuration, actor, reason, created_at FROM tool_configurations
 		WHERE tool_id = $1 ORDER BY version DESC LIMIT $2`, id, limit)
+	if err != nil || len(vs) == 0 {
+		return vs, err
+	}
+	var inputSchema json.RawMessage
+	if err := s.pool.QueryRow(ctx, `/* tools.ConfigVersions.schema */ SELECT input_schema FROM mcp_tools WHERE id = $1`, id).Scan(&inputSchema); errors.Is(err, pgx.ErrNoRows) {
+		return nil, ErrNotFound // deleted since: its versions went with it
+	} else if err != nil {
+		return nil, fmt.Errorf("tools: configuration versions: schema: %w", err)
+	}
 	for i, v := range vs {
 		var sn snapshot
 		if json.Unmarshal(v.Configuration, &sn) == nil {
-			vs[i].Configuration, _ = json.Marshal(sn.masked())
+			vs[i].Configuration, _ = json.Marshal(sn.masked(inputSchema))
 		}
 	}
-	return vs, err
+	return vs, nil
 }
 
 // mergeParams is the whole configuration after setting the defaults in set: the other

@@ -280,7 +280,7 @@ func recordDroppedRisks(ctx context.Context, tx pgx.Tx, actor string, dropped ma
 		before := snapshotOf(was, cfg)
 		entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.configure", TargetType: "tool", TargetID: id,
 			TargetName: it.QualifiedName(), Payload: map[string]any{"version": it.ConfigVersion, "changed": []string{"risk"},
-				"before": before.masked(), "after": after.masked(), "reason": reason}})
+				"before": before.masked(it.InputSchema), "after": after.masked(it.InputSchema), "reason": reason}})
 	}
 	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
 		return fmt.Errorf("tools: dropped risk: audit: %w", err)
