@@ -59,7 +59,7 @@ type passwordChange struct {
 // on under a new cookie.
 func (h AccountHandler) APIChangePassword(c echo.Context) error {
 	var in passwordChange
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	sess, err := h.Auth.ChangePassword(c.Request().Context(), ActorOf(c), PrincipalOf(c), in.CurrentPassword, in.NewPassword)

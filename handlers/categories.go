@@ -136,7 +136,7 @@ type categoryPatchBody struct {
 func (h CategoriesHandler) APISave(c echo.Context) error {
 	if id := c.Param("id"); id != "" {
 		var in categoryPatchBody
-		if err := bindJSON(c, &in); err != nil {
+		if _, err := bindJSONChange(c, &in, "expect_updated_at"); err != nil {
 			return err
 		}
 		cat, err := h.Tools.PatchCategory(c.Request().Context(), ActorOf(c), id,
@@ -147,7 +147,7 @@ func (h CategoriesHandler) APISave(c echo.Context) error {
 		return c.JSON(http.StatusOK, cat)
 	}
 	var in categoryBody
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONCreate(c, &in, tools.Category{}); err != nil {
 		return err
 	}
 	cat, err := h.Tools.SaveCategory(c.Request().Context(), ActorOf(c), "",

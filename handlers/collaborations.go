@@ -50,7 +50,7 @@ func (h CollaborationsHandler) APIRespond(c echo.Context) error {
 	var in struct {
 		Response string `json:"response"`
 	}
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	if !uuidtext.Canonical(c.Param("id")) {

@@ -291,7 +291,8 @@ type decisionRequest struct {
 func (h ExecutionsHandler) decide(c echo.Context, do func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error)) error {
 	var in decisionRequest
 	if c.Request().ContentLength != 0 {
-		if err := bindJSON(c, &in); err != nil {
+		// Strict: a misspelt "phrase" or "reason" would be decided on as if left out.
+		if err := bindJSONStrict(c, &in); err != nil {
 			return err
 		}
 	}
@@ -397,8 +398,17 @@ func (h ExecutionsHandler) APISettings(c echo.Context) error {
 // APISetSettings changes them, as GET shows them; a field left out keeps its value.
 func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	var in apiSettings
-	if err := bindJSON(c, &in); err != nil {
+	if _, err := bindJSONChange(c, &in); err != nil {
 		return err
+	}
+	// Both forms of the separation, disagreeing: neither is taken over the other.
+	if in.HighSeparation != "" && in.SeparateHighApprover != nil &&
+		(in.HighSeparation == decide.SeparationAlways) != *in.SeparateHighApprover {
+		e := &verr.Error{}
+		why := fmt.Sprintf("high_separation %q and separate_high_approver %v disagree (true is \"always\"): give one of them", in.HighSeparation, *in.SeparateHighApprover)
+		e.Add("high_separation", why)
+		e.Add("separate_high_approver", why)
+		return e
 	}
 	// Fields left out are merged with the stored ones by the service, in the transaction
 	// that writes them: merged here, a concurrent PUT of another field would be undone.
@@ -451,11 +461,17 @@ func (h ExecutionsHandler) APICompensation(c echo.Context) error {
 }
 
 // APISetCompensation configures how a tool is undone: {"undo_tool","argument_map"}; an
-// empty undo_tool removes it.
+// undo_tool given as "" (or null) removes it.
 func (h ExecutionsHandler) APISetCompensation(c echo.Context) error {
 	var in compensationRequest
-	if err := bindJSON(c, &in); err != nil {
+	given, err := bindJSONChange(c, &in)
+	if err != nil {
 		return err
+	}
+	// Removal only when asked for: an empty body or a misspelt key ("undoTool") used to
+	// remove the configured undo.
+	if !given["undo_tool"] {
+		return verr.New("undo_tool", `is required: the tool that undoes this one, or "" to remove the compensation`)
 	}
 	ctx := c.Request().Context()
 	if err := h.Executions.SetCompensation(ctx, ActorOf(c), c.Param("id"), in.UndoTool, in.ArgumentMap); err != nil {

@@ -190,7 +190,7 @@ func (h ServersHandler) APIGet(c echo.Context) error {
 // APICreate registers a server and starts its session: 201 with the server.
 func (h ServersHandler) APICreate(c echo.Context) error {
 	var in serverInput
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONCreate(c, &in, apiServer{}); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -217,7 +217,7 @@ type serverPatch struct {
 // APIUpdate changes some fields of a server.
 func (h ServersHandler) APIUpdate(c echo.Context) error {
 	var in serverPatch
-	if err := bindJSON(c, &in); err != nil {
+	if _, err := bindJSONChange(c, &in, "expect_updated_at"); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -285,7 +285,8 @@ func (h ServersHandler) APIReconnect(c echo.Context) error {
 // for /api/v1/servers/:id/test a patch over the stored server).
 func (h ServersHandler) APITest(c echo.Context) error {
 	var in serverInput
-	if err := bindJSON(c, &in); err != nil {
+	// As POST /api/v1/servers reads it: a misspelt key would test another registration.
+	if err := bindJSONCreate(c, &in, apiServer{}); err != nil {
 		return err
 	}
 	// Read the body to its end: only then does the HTTP server watch the connection

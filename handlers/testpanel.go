@@ -473,7 +473,7 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 				return c.Redirect(http.StatusSeeOther, to)
 			}
 		}
-	default:
+	case "run", "": // "" is a form submitted with Enter, no button named
 		tv = h.testView(c, it, mode, args, errs)
 		if errs == nil {
 			if tv.Result, tv.Errors, err = h.startRun(c, it, args, f); err != nil {
@@ -492,6 +492,9 @@ func (h TestPanelHandler) TestPost(c echo.Context) error {
 				tv.Result = nil
 			}
 		}
+	default:
+		// A button this page does not have (a mistyped or stale one) must not run the tool.
+		return verr.New("_action", "must be run, save, request, mode:form or mode:json")
 	}
 	if tv.Result == nil {
 		// A mode switch, an edit or a saved case while a run goes on keeps its panel.

@@ -123,7 +123,7 @@ func (h ToolsHandler) APISetEnabled(enable bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var in enableInput
 		if c.Request().ContentLength != 0 {
-			if err := bindJSON(c, &in); err != nil {
+			if err := bindJSONStrict(c, &in); err != nil {
 				return err
 			}
 		}
@@ -215,7 +215,7 @@ func (in toolPatch) patch() (tools.Patch, error) {
 // APIUpdate changes a tool's settings.
 func (h ToolsHandler) APIUpdate(c echo.Context) error {
 	var in toolPatch
-	if err := bindJSON(c, &in); err != nil {
+	if _, err := bindJSONChange(c, &in, "reason", "configuration_version"); err != nil {
 		return err
 	}
 	p, err := in.patch()
@@ -242,7 +242,7 @@ type bulkInput struct {
 // APIBulk applies one action to several tools: each tool's outcome is reported.
 func (h ToolsHandler) APIBulk(c echo.Context) error {
 	var in bulkInput
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()

@@ -132,7 +132,7 @@ func (h UsersHandler) APIGet(c echo.Context) error {
 // APICreate adds a user; a generated password is returned once as "password".
 func (h UsersHandler) APICreate(c echo.Context) error {
 	var in auth.NewUser
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONCreate(c, &in, auth.User{}); err != nil {
 		return err
 	}
 	u, generated, err := h.Auth.CreateUser(c.Request().Context(), ActorOf(c), in)
@@ -150,7 +150,7 @@ func (h UsersHandler) APICreate(c echo.Context) error {
 // {"role": "...", "disabled": bool}.
 func (h UsersHandler) APIUpdate(c echo.Context) error {
 	var in auth.UserChange
-	if err := bindJSON(c, &in); err != nil {
+	if _, err := bindJSONChange(c, &in); err != nil {
 		return err
 	}
 	u, err := h.Auth.UpdateUser(c.Request().Context(), ActorOf(c), c.Param("id"), in)
@@ -167,7 +167,8 @@ func (h UsersHandler) APIResetPassword(c echo.Context) error {
 		Password string `json:"password"`
 	}
 	if c.Request().ContentLength != 0 {
-		if err := bindJSON(c, &in); err != nil {
+		// Strict: {"new_password": ...} used to set a random password instead.
+		if err := bindJSONStrict(c, &in); err != nil {
 			return err
 		}
 	}
