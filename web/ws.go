@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -410,8 +411,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// which the new role may not see, not after them when it arrives on s.C.
 	missed, tooMany, err := h.replayOf(ctx, last, topics, subscribed, sampled, sessionsOnlyForCheck, p.User.ID)
 	var pruned int64
-	if err == nil {
+	if err == nil && slices.ContainsFunc(topics, prunable) {
 		// Read after the replay, so a prune that deleted events before it read is seen.
+		// A page following only topics the retention keeps whole (an execution's log)
+		// missed nothing it cannot be replayed, however old its cursor.
 		pruned, err = h.deps.Events.PrunedThrough(ctx)
 	}
 	if err != nil {
@@ -874,7 +877,7 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 		evs = append(evs, more...)
 	}
 	if sessionsOnlyForCheck {
-		mine, err := h.deps.Events.SinceAbout(ctx, last, auth.SessionsTopic, userID, wsMaxReplay+1)
+		mine, err := h.deps.Events.SinceAbout(ctx, last, userID, wsMaxReplay+1)
 		if err != nil {
 			return nil, false, err
 		}
@@ -884,6 +887,10 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.ID, b.ID) })
 	return evs, counted > wsMaxReplay, nil
 }
+
+// prunable reports whether the retention may delete events of topic t: all but an
+// execution's, which app's prune keeps as the execution's log (events.Prune's keep).
+func prunable(t string) bool { return !strings.HasPrefix(t, executions.TopicOf("")) }
 
 // aboutUser reports whether a sessions-topic event concerns the given user.
 func aboutUser(ev events.Event, userID string) bool {

@@ -17,9 +17,9 @@ func (b *Bus) Since(ctx context.Context, afterID int64, topics []string, limit i
 	return Since(ctx, b.pool, afterID, topics, limit)
 }
 
-// SinceAbout returns up to limit events of topic after afterID about user userID.
-func (b *Bus) SinceAbout(ctx context.Context, afterID int64, topic, userID string, limit int) ([]Event, error) {
-	return SinceAbout(ctx, b.pool, afterID, topic, userID, limit)
+// SinceAbout returns up to limit events of SessionsTopic after afterID about user userID.
+func (b *Bus) SinceAbout(ctx context.Context, afterID int64, userID string, limit int) ([]Event, error) {
+	return SinceAbout(ctx, b.pool, afterID, userID, limit)
 }
 
 // PrunedThrough is the newest event id pruned (0 when none): a cursor below it cannot be

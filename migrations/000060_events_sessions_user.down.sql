@@ -1,0 +1,1 @@
+DROP INDEX events_sessions_user_idx;
