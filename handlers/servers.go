@@ -216,14 +216,7 @@ func sameSiteReferer(c echo.Context) (*url.URL, bool) {
 // Reconnect closes the session and opens a new one, here and (through the audited
 // event) on every other replica.
 func (h ServersHandler) Reconnect(c echo.Context) error {
-	ctx := c.Request().Context()
-	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
-	if err == nil {
-		err = h.MCP.Reconnect(ctx, sv.ID)
-	}
-	if err == nil {
-		err = h.Registry.AuditReconnect(context.WithoutCancel(ctx), ActorOf(c), sv, h.MCP.Replica()) // as APIReconnect
-	}
+	sv, err := h.MCP.ReconnectAsked(c.Request().Context(), ActorOf(c), c.Param("id"))
 	return h.redirectWithOutcome(c, err, func() string { return "Reconnecting " + sv.Name + "." }, backTo(c, "/servers/"+c.Param("id")))
 }
 

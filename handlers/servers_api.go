@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"slices"
@@ -265,17 +264,9 @@ func (h ServersHandler) APIDiscover(c echo.Context) error {
 // APIReconnect closes the session and opens a new one, here and (through the audited
 // event) on every other replica.
 func (h ServersHandler) APIReconnect(c echo.Context) error {
-	ctx := c.Request().Context()
-	sv, err := h.Registry.GetServer(ctx, c.Param("id"))
-	if err != nil {
-		return err
-	}
-	if err := h.MCP.Reconnect(ctx, sv.ID); err != nil {
-		return err
-	}
-	// Done, and audited with the event that has the other replicas reconnect too, even
-	// when the client left while a slow server was stopping.
-	if err := h.Registry.AuditReconnect(context.WithoutCancel(ctx), ActorOf(c), sv, h.MCP.Replica()); err != nil {
+	// Audited first, with the event that has the other replicas reconnect too; refused
+	// when that record cannot be written.
+	if _, err := h.MCP.ReconnectAsked(c.Request().Context(), ActorOf(c), c.Param("id")); err != nil {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, map[string]string{"status": "reconnecting"})

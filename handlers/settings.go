@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -50,58 +51,52 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	was := views.ExecutionSettingsForm{TTLValue: strings.TrimSpace(c.FormValue("approval_ttl_value_was")),
 		TTLUnit: c.FormValue("approval_ttl_unit_was"), HighSeparation: c.FormValue("high_separation_was")}
 	posted := c.Request().PostForm
-	st, err := h.Executions.Settings(ctx)
-	if err != nil {
-		return err
-	}
-	// Without what the form showed (another client's form), each field sent is a change.
-	// Checked here, before the service's transaction: a save committed between this read
-	// and that write is not caught (PatchSettings takes no expected values).
+	// A field is sent only if changed from what the form showed, with what it showed: the
+	// service compares that with what is in force under its lock on the settings, so of
+	// two saves at once the later cannot undo the earlier. Without what the form showed
+	// (another client's form), each field sent is a change.
 	var p executions.SettingsPatch
-	var stale []string
-	conflicts := views.FormErrors{}
 	ttl, err := parseTTL(form.TTLValue, form.TTLUnit)
 	wasTTL, werr := parseTTL(was.TTLValue, was.TTLUnit)
 	_, shownTTL := posted["approval_ttl_value_was"]
 	shownTTL = shownTTL && werr == nil
-	if ttlChanged := !shownTTL || err != nil || ttl != wasTTL; ttlChanged {
-		if shownTTL && st.ApprovalTTL != wasTTL && (err != nil || ttl != st.ApprovalTTL) {
-			now := approvalTTLWords(st.ApprovalTTL)
-			conflicts["approval_ttl"] = "Someone else set this to " + now + " since you opened this form."
-			stale = append(stale, "how long a plan waits for approval (now "+now+")")
-		} else if err == nil {
+	if !shownTTL || err != nil || ttl != wasTTL {
+		if err == nil {
 			p.ApprovalTTL = &ttl
 		}
-	} else {
-		err = nil
+		if shownTTL {
+			p.WasApprovalTTL = &wasTTL
+		}
 	}
 	_, given := posted["high_separation"]
 	_, shownSep := posted["high_separation_was"]
 	// A form given back after one that sent no _was fields (an older page) has them
 	// empty: as not shown, like an unreadable expiry above.
-	shownSep = shownSep && decide.Separation(was.HighSeparation).Valid()
+	wasSep := decide.Separation(was.HighSeparation)
+	shownSep = shownSep && wasSep.Valid()
 	if given && (!shownSep || form.HighSeparation != was.HighSeparation) {
 		sep := decide.Separation(form.HighSeparation)
-		if shownSep && st.HighSeparation != decide.Separation(was.HighSeparation) && st.HighSeparation != sep {
-			now := "“" + separationWords(st.HighSeparation) + "”"
-			conflicts["high_separation"] = "Someone else set this to " + now + " since you opened this form."
-			stale = append(stale, "who approves a high-risk plan (now "+now+")")
-		} else {
-			p.HighSeparation = &sep
+		p.HighSeparation = &sep
+		if shownSep {
+			p.WasHighSeparation = &wasSep
 		}
 	}
-	if len(stale) > 0 {
-		conflicts["stale"] = "Someone else changed " + strings.Join(stale, " and ") +
-			" since you opened this form. Reload to see the settings as they are now, then make your change again if you still want it."
-		return h.renderExecutions(c, http.StatusConflict, st, form, was, conflicts)
-	}
-	saved := st
+	var saved executions.Settings
 	switch {
 	case err == nil && p.ApprovalTTL == nil && p.HighSeparation == nil:
+		st, err := h.Executions.Settings(ctx)
+		if err != nil {
+			return err
+		}
 		setFlash(c, "info", "Nothing changed: you changed no setting. In force: "+settingsWords(st), h.SecureCookies)
 		return c.Redirect(http.StatusSeeOther, "/settings/executions")
 	case err == nil:
 		saved, err = h.Executions.PatchSettings(ctx, ActorOf(c), p)
+	}
+	// Shown again with the form as sent, so a form that came back stale stays refused
+	// until reloaded.
+	if se := (*executions.StaleSettings)(nil); errors.As(err, &se) {
+		return h.renderExecutions(c, http.StatusConflict, se.Now, form, was, staleErrors(se))
 	}
 	if err != nil {
 		fe, ok := formErrors(err)
@@ -119,6 +114,30 @@ func (h SettingsHandler) SaveExecutionSettings(c echo.Context) error {
 	}
 	setFlash(c, "success", "Execution settings saved: "+settingsWords(saved), h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/settings/executions")
+}
+
+// staleErrors are the page's words for a save refused as stale: at each field, what it
+// is now, and a notice naming them.
+func staleErrors(se *executions.StaleSettings) views.FormErrors {
+	errs := views.FormErrors{}
+	var stale []string
+	for _, f := range se.Fields {
+		var now string
+		switch f {
+		case "approval_ttl":
+			now = approvalTTLWords(se.Now.ApprovalTTL)
+			stale = append(stale, "how long a plan waits for approval (now "+now+")")
+		case "high_separation":
+			now = "“" + separationWords(se.Now.HighSeparation) + "”"
+			stale = append(stale, "who approves a high-risk plan (now "+now+")")
+		default:
+			continue
+		}
+		errs[f] = "Someone else set this to " + now + " since you opened this form."
+	}
+	errs["stale"] = "Someone else changed " + strings.Join(stale, " and ") +
+		" since you opened this form. Reload to see the settings as they are now, then make your change again if you still want it."
+	return errs
 }
 
 func (h SettingsHandler) renderExecutions(c echo.Context, status int, st executions.Settings, form, was views.ExecutionSettingsForm, errs views.FormErrors) error {

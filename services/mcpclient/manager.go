@@ -389,7 +389,7 @@ func (m *Manager) Run(ctx context.Context) error {
 				id = p.ID
 			case string(events.ServerReconnect):
 				// Asked on another replica: this one runs its own copy of the server, which
-				// may be the one that hangs. The replica asked has reconnected its own.
+				// may be the one that hangs. The replica asked reconnects its own (ReconnectAsked).
 				if p, err := events.ServerReconnect.Decode(ev); err == nil && p.Replica != m.opts.Replica {
 					if err := m.Reconnect(ctx, p.ID); err != nil && ctx.Err() == nil {
 						m.log.Debug("mcpclient: reconnect asked on another replica", "server", p.Name, "err", err)
@@ -632,7 +632,8 @@ func (m *Manager) stopAll() {
 
 // Reconnect closes the session of server id and opens a new one at once (backoff and an
 // open circuit are reset: a person asked for it). It reconnects this replica's session
-// only; registry.AuditReconnect, with Replica, has the other replicas reconnect theirs.
+// only, unaudited: it is how a replica acts on another's announced reconnect. A person's
+// Reconnect is ReconnectAsked.
 //
 // The server is read before its session is touched, and once begun the restart runs to
 // its end whatever the caller does: stopping a stdio server can take seconds, and a
@@ -640,16 +641,44 @@ func (m *Manager) stopAll() {
 // server's lock throughout, so a Refresh cannot start a second copy of the server while
 // the old one is still stopping.
 func (m *Manager) Reconnect(ctx context.Context, id string) error {
+	_, err := m.reconnect(ctx, id, nil)
+	return err
+}
+
+// ReconnectAsked is a person's Reconnect of server id: recorded in the audit log with the
+// event that has every other replica reconnect its own session (registry.AuditReconnect),
+// then done here. The record comes first: if it cannot be written, nothing is restarted
+// anywhere. A restart here that then fails is on the server's row, as any other's.
+func (m *Manager) ReconnectAsked(ctx context.Context, actor audit.Actor, id string) (registry.Server, error) {
+	return m.reconnect(ctx, id, func(sv registry.Server) error {
+		// Past the checks the reconnect goes ahead even if the request leaves meanwhile.
+		if err := m.reg.AuditReconnect(context.WithoutCancel(ctx), actor, sv, m.Replica()); err != nil {
+			m.log.Error("mcpclient: reconnect refused: its audit record was not written", "server", sv.Name, "err", err)
+			return fault.Wrap(err, fault.KindUnavailable, "audit_unavailable",
+				"the server was not reconnected because its audit record could not be written; try again shortly")
+		}
+		return nil
+	})
+}
+
+// reconnect is Reconnect, with record (when not nil) run once the server has been read
+// and before its session is touched: an error from it leaves the session be.
+func (m *Manager) reconnect(ctx context.Context, id string, record func(registry.Server) error) (registry.Server, error) {
 	sv, err := m.reg.GetServer(ctx, id)
 	if err != nil {
-		return err
+		return registry.Server{}, err
 	}
 	if !sv.Enabled {
-		return ErrNotConnected.Withf("%s: it is disabled", ErrNotConnected.Message)
+		return sv, ErrNotConnected.Withf("%s: it is disabled", ErrNotConnected.Message)
 	}
 	// Its settings are read before the session goes too: a failed read leaves it be.
 	if _, err := m.reg.Connection(ctx, id); err != nil && !unreadableSecret(err) {
-		return err
+		return sv, err
+	}
+	if record != nil {
+		if err := record(sv); err != nil {
+			return sv, err
+		}
 	}
 	unlock := m.lockServer(id)
 	defer unlock()
@@ -657,8 +686,8 @@ func (m *Manager) Reconnect(ctx context.Context, id string) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reconnectRead)
 	defer cancel()
 	// A read that fails now leaves no session: the row says so (refreshLocked), and the
-	// caller is told, not an audited success.
-	return m.refreshLocked(rctx, id)
+	// caller is told.
+	return sv, m.refreshLocked(rctx, id)
 }
 
 // reconnectRead bounds the reads that restart a session after Reconnect stopped it (its

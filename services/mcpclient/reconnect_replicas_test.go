@@ -78,10 +78,7 @@ func TestReconnectReachesEveryReplica(t *testing.T) {
 	}
 
 	// As the handlers do on the replica the request reached.
-	if err := a.Reconnect(context.Background(), sv.ID); err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.AuditReconnect(context.Background(), audit.System, sv, a.Replica()); err != nil {
+	if _, err := a.ReconnectAsked(context.Background(), audit.System, sv.ID); err != nil {
 		t.Fatal(err)
 	}
 	testkit.WaitFor(t, 30*time.Second, func() bool { return starts(b) == 2 },
