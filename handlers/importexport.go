@@ -174,7 +174,7 @@ func (h ImportExportHandler) planAll(c echo.Context, name string, data []byte, p
 		file.Tools, file.Categories, file.Settings, file.HasTools, file.HasCats = nil, nil, nil, false, false
 	}
 	plan, err := h.ConfigCode.Plan(c.Request().Context(), file, configcode.ImportOptions{Prune: prune, CompareSecrets: p.Can(auth.PermServerCommand),
-		Token: p.Kind == audit.ActorToken})
+		Token: p.Kind == audit.ActorToken, Actor: ActorOf(c)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,7 +199,7 @@ func (h ImportExportHandler) plan(c echo.Context, name string, data []byte, prun
 		return nil, nil, err
 	}
 	admin := PrincipalOf(c).Can(auth.PermServerCommand)
-	plan, err = h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune, CompareSecrets: admin})
+	plan, err = h.Registry.PlanImport(c.Request().Context(), cfg, registry.ImportOptions{Prune: prune, CompareSecrets: admin, Actor: ActorOf(c)})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -305,6 +305,9 @@ func planView(p *registry.Plan) *views.ImportPlan {
 		for _, ch := range it.Changes {
 			iv.Changes = append(iv.Changes, ch.String())
 		}
+		// A deletion's compensations and per-user rules that go with it, shown before it
+		// is applied as the server page's Delete shows them.
+		iv.Changes = append(iv.Changes, it.Removes()...)
 		v.Items = append(v.Items, iv)
 	}
 	for _, w := range p.Warnings {

@@ -245,7 +245,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
 		Egress: policy})
 	cc := configcode.New(d.Pool, reg, tools.New(d.Pool, keys, nil), &configcode.Options{Discoverer: mgr, Logger: newLogger(stderr, "warn")})
-	plan, err := cc.Plan(ctx, file, configcode.ImportOptions{Prune: prune, CompareSecrets: true})
+	plan, err := cc.Plan(ctx, file, configcode.ImportOptions{Prune: prune, CompareSecrets: true, Actor: cliActor()})
 	if err != nil {
 		return err
 	}
@@ -263,14 +263,17 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		fmt.Fprintf(stderr, "stdio servers this import discovers run with confinement: %s\n", mgr.Confinement())
 	}
 	res, err := cc.Apply(ctx, cliActor(), plan)
-	if errors.Is(err, configcode.ErrPartial) {
-		fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
-		return fmt.Errorf("%w\nimport the file again to apply the rest", err)
-	}
-	if err != nil {
+	partial := errors.Is(err, configcode.ErrPartial)
+	if err != nil && !partial {
 		return fmt.Errorf("%w\nnothing was imported", err)
 	}
-	fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
+	if partial {
+		// The first transaction committed: all it changed, discovered and left out is
+		// reported, as the page and the API report it, not only the servers.
+		fmt.Fprintf(stdout, "Imported %s in part: %s.\n", name, res.Servers)
+	} else {
+		fmt.Fprintf(stdout, "Imported %s: %s.\n", name, res.Servers)
+	}
 	if len(res.Changed) > 0 {
 		fmt.Fprintf(stdout, "Also changed: %s.\n", strings.Join(res.Changed, ", "))
 	}
@@ -282,6 +285,11 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		for _, u := range res.Unapplied {
 			fmt.Fprintf(stdout, "  ! %s\n", u)
 		}
+	}
+	switch {
+	case partial:
+		return fmt.Errorf("%w\nimport the file again to apply the rest", err)
+	case len(res.Unapplied) > 0:
 		fmt.Fprintf(stderr, "toolwarden import: %d item(s) were not applied (listed above); exit status %d\n", len(res.Unapplied), exitNotApplied)
 		return exitError{exitNotApplied}
 	}

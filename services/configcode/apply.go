@@ -297,19 +297,24 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 	before, unapplied := len(res.Changed), len(res.Unapplied)
 	// Planned against st: checked as the first transaction's items are.
 	again := &Plan{Items: items, base: st}
-	return db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
+	err = db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
 		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
 		if err := s.unchanged(ctx, tx, again); err != nil {
 			return err
 		}
 		for _, it := range items {
 			if err := s.applyItem(ctx, tx, actor, it, plan.File, res); err != nil {
-				res.Changed = res.Changed[:before]
 				return err
 			}
 		}
 		return s.summary(ctx, tx, actor, &Plan{File: plan.File, Format: plan.Format, Items: items}, &Result{Changed: res.Changed[before:]}, 0)
 	})
+	if err != nil {
+		// Rolled back, whatever failed (an item, the summary's audit entry, the commit):
+		// what the transaction noted did not happen, and Apply names its tools as not applied.
+		res.Changed, res.Unapplied = res.Changed[:before], res.Unapplied[:unapplied]
+	}
+	return err
 }
 
 // unshownChanges are the fields that next, a pending tool planned against what

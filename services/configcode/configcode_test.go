@@ -340,7 +340,7 @@ func TestPruneTakesToolsAlong(t *testing.T) {
 	hs := liveServer(t)
 	a := source(t, hs)
 	file := "version: 1\nservers: []\ntools:\n  - tool: ev__echo\n    risk: high\n"
-	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true})
+	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true, Actor: admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +548,7 @@ func TestPruneCategoryOfListedTool(t *testing.T) {
 	}
 	file = strings.Replace(file, utilities, "", 1)
 	file = strings.Replace(file, "risk: high", "risk: medium", 1)
-	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true})
+	p, err := a.ConfigCode.Plan(context.Background(), parse(t, "config.yaml", file, true), configcode.ImportOptions{Prune: true, CompareSecrets: true, Actor: admin})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
@@ -38,6 +39,9 @@ type ImportOptions struct {
 	// Token: an API token imports, which may take a tool away from a user but not give
 	// one or lift a refusal (tools.ErrTokenGivesToolAccess); such rules are not applied.
 	Token bool
+	// Actor is who will apply the plan (see registry.ImportOptions): pruning a server
+	// whose tools have per-user refusals Actor may not lift is an error of the plan.
+	Actor audit.Actor
 }
 
 // Item kinds and actions (besides registry's).
@@ -138,7 +142,8 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	if f == nil || f.Servers == nil {
 		return nil, errors.New("configcode: plan: no file")
 	}
-	sp, err := s.reg.PlanImport(ctx, f.Servers, registry.ImportOptions{Prune: opts.Prune, CompareSecrets: opts.CompareSecrets})
+	sp, err := s.reg.PlanImport(ctx, f.Servers, registry.ImportOptions{Prune: opts.Prune, CompareSecrets: opts.CompareSecrets,
+		Actor: opts.Actor})
 	if err != nil {
 		return nil, err
 	}
@@ -693,6 +698,9 @@ func (s *Service) compensationSchemas(ctx context.Context, fts []Tool, st *state
 
 func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending map[string]bool, schemas map[string]json.RawMessage, skip func(field, msg string)) {
 	want, have := ft.Compensation, cur.Compensation
+	// The stored compensation's undo tool is on a server this import deletes: it goes
+	// with that server whatever the file says, which a compensation not applied must say.
+	lost := have != nil && st.Pruned[serverOf(have.Undo)]
 	if want != nil {
 		server, _, _ := toolname.Split(want.Undo)
 		same := have != nil && have.Undo == want.Undo && sameArgs(have.Arguments, want.Arguments)
@@ -702,6 +710,16 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 			want = nil
 		case st.Unlisted[want.Undo]:
 			skip("compensation.undo", fmt.Sprintf("server %s does not list tool %q now: the compensation was not applied", server, want.Undo))
+			want = nil
+		case st.Pruned[server]:
+			// Not "there is no tool": that reads as if the stored compensation stayed, and
+			// deleting the server removes it (tool_compensations.undo_tool_id cascades).
+			msg := fmt.Sprintf("server %s is deleted by this import (prune), and its tool %q with it: the compensation was not applied", server, want.Undo)
+			if lost {
+				msg += fmt.Sprintf(", and the stored one (undo %s) goes with the server: the tool is left without one", have.Undo)
+				lost = false // said
+			}
+			skip("compensation.undo", msg)
 			want = nil
 		case st.Tools[want.Undo] == nil && !pending[server]:
 			skip("compensation.undo", fmt.Sprintf("there is no tool %q: the compensation was not applied", want.Undo))
@@ -726,6 +744,10 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 				}
 			}
 		}
+	}
+	if want == nil && ft.Compensation != nil && lost {
+		skip("compensation", fmt.Sprintf("the stored compensation (undo %s) goes with server %s, which this import deletes (prune): the tool is left without one",
+			have.Undo, serverOf(have.Undo)))
 	}
 	switch {
 	case want == nil && have == nil:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 )
@@ -29,11 +30,28 @@ type ImportResult struct {
 	Deleted   []ServerRef `json:"deleted"`
 	Unchanged int         `json:"unchanged"`
 	Kept      int         `json:"kept"`
+	// LostUndo are the tools of other servers (qualified names) whose compensation a
+	// deleted server's tool was: their steps have nothing to undo them now.
+	LostUndo []string `json:"lost_undo,omitempty"`
 }
 
 func (r ImportResult) String() string {
-	return fmt.Sprintf("%d created, %d updated, %d deleted, %d unchanged, %d kept",
+	s := fmt.Sprintf("%d created, %d updated, %d deleted, %d unchanged, %d kept",
 		len(r.Created), len(r.Updated), len(r.Deleted), r.Unchanged, r.Kept)
+	if n := len(r.LostUndo); n > 0 {
+		// Said where the import is reported (the command, the page's message), as the
+		// server page's Delete says it: not left to be found at the next rollback.
+		names := make([]string, n)
+		for i, t := range r.LostUndo {
+			names[i] = Printable(t)
+		}
+		what := "1 tool of another server lost the undo step a deleted server's tool gave it"
+		if n > 1 {
+			what = fmt.Sprintf("%d tools of other servers lost the undo step a deleted server's tool gave them", n)
+		}
+		s += fmt.Sprintf("; %s (%s): set another on the tool's Compensation tab", what, listSome(names, 10))
+	}
+	return s
 }
 
 // applicable says why a plan cannot be applied (nil when it can).
@@ -83,6 +101,7 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 	res.Unchanged, res.Kept = plan.Count(PlanUnchanged), plan.Count(PlanKeep)
 	source := map[string]any{"file": filepath.Base(plan.File), "format": plan.Format}
 	var created, updated, deleted []ServerRef
+	var lostUndo []string
 	err := func() error {
 		for _, it := range plan.Items {
 			switch it.Action {
@@ -138,8 +157,12 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 				if err != nil {
 					return err
 				}
-				if _, err := deleteLockedServer(ctx, tx, actor, cur, "server.import.delete", map[string]any{"import": source}); err != nil {
+				comps, err := deleteLockedServer(ctx, tx, actor, cur, "server.import.delete", map[string]any{"import": source})
+				if err != nil {
 					return fmt.Errorf("registry: import %s: %w", plan.File, err)
+				}
+				for _, c := range comps {
+					lostUndo = append(lostUndo, toolname.Join(c.Server, c.Tool))
 				}
 				deleted = append(deleted, ServerRef{ID: cur.ID, Name: cur.Name})
 			}
@@ -149,7 +172,7 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 	if err != nil {
 		return res, err
 	}
-	res.Created, res.Updated, res.Deleted = created, updated, deleted
+	res.Created, res.Updated, res.Deleted, res.LostUndo = created, updated, deleted, lostUndo
 	return res, nil
 }
 

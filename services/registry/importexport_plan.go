@@ -15,7 +15,11 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/template"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -29,6 +33,10 @@ type ImportOptions struct {
 	// plan cannot be used to check a guess of a stored secret: only callers who could
 	// read the secrets anyway (the command line, administrators) set it.
 	CompareSecrets bool
+	// Actor is who will apply the plan. A server pruned whose tools have per-user
+	// refusals that Actor may not lift (mayLiftRefusals) is an error of the plan, as
+	// applying would refuse it: a clean plan must apply. The zero Actor lifts none.
+	Actor audit.Actor
 }
 
 // Plan actions.
@@ -57,9 +65,55 @@ type PlanItem struct {
 	Type    string        `json:"type"`
 	ID      string        `json:"id,omitempty"`      // "" for a server to create
 	Changes []FieldChange `json:"changes,omitempty"` // PlanUpdate: what changes; PlanCreate: what is set
+	// PlanDelete: what else deleting the server removes (ON DELETE CASCADE), as the
+	// server page's Delete warns: compensations of other servers' tools that its tools
+	// undo, and the per-user rules on its tools.
+	LostUndo []LostUndo    `json:"lost_undo,omitempty"`
+	Rules    []RemovedRule `json:"rules_removed,omitempty"`
 
 	d   draft  // the registration to store (create, update)
 	cur Server // the registration as planned against (update, delete)
+}
+
+// LostUndo is the compensation of another server's tool whose undo tool is on a server
+// the import deletes: it goes with the undo tool (tool_compensations.undo_tool_id
+// cascades), and the tool's steps have nothing to undo them.
+type LostUndo struct {
+	Tool string `json:"tool"` // qualified: the tool that loses its compensation
+	Undo string `json:"undo"` // qualified: its undo tool, on the server deleted
+}
+
+// RemovedRule is a per-user rule on a tool of a server the import deletes.
+type RemovedRule struct {
+	Tool   string `json:"tool"` // qualified
+	User   string `json:"user"`
+	CanUse bool   `json:"can_use"`
+}
+
+// maxRuleLines is how many removed per-user rules a deletion's lines name; a count
+// stands for the rest (a server's rules are its tools times the users).
+const maxRuleLines = 20
+
+// Removes says, a line each, what deleting the item's server removes beyond it and
+// its tools (PlanDelete; none otherwise).
+func (it PlanItem) Removes() []string {
+	var out []string
+	for _, l := range it.LostUndo {
+		out = append(out, fmt.Sprintf("removes the compensation of %s: its undo tool %s goes with this server, so a rollback has nothing to undo its steps",
+			Printable(l.Tool), Printable(l.Undo)))
+	}
+	for i, r := range it.Rules {
+		if i == maxRuleLines {
+			out = append(out, fmt.Sprintf("and %s more", plural(len(it.Rules)-i, "per-user rule")))
+			break
+		}
+		what := "refusing it to " + Printable(r.User)
+		if r.CanUse {
+			what = "granting it to " + Printable(r.User)
+		}
+		out = append(out, fmt.Sprintf("removes the per-user rule on %s %s", Printable(r.Tool), what))
+	}
+	return out
 }
 
 // FieldChange is one changed field. Secrets never carry values: From is empty and To
@@ -127,7 +181,9 @@ func (p *Plan) Digest() string {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
 	for _, it := range p.Items {
-		_ = enc.Encode([]any{it.Action, it.Name, it.ID, it.Changes, it.cur.UpdatedAt.UnixNano()})
+		// What a deletion takes along too: a compensation set to undo with the server's tool
+		// after the preview would go unseen.
+		_ = enc.Encode([]any{it.Action, it.Name, it.ID, it.Changes, it.cur.UpdatedAt.UnixNano(), it.LostUndo, it.Rules})
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -181,7 +237,53 @@ func (s *Service) PlanImport(ctx context.Context, cfg *Config, opts ImportOption
 		plan.Items = append(plan.Items, it)
 	}
 	slices.SortFunc(plan.Items, func(a, b PlanItem) int { return strings.Compare(a.Name, b.Name) })
+	if plan.Count(PlanDelete) > 0 {
+		if err := s.planDeletions(ctx, plan, opts.Actor); err != nil {
+			return nil, err
+		}
+	}
 	return plan, nil
+}
+
+// planDeletions notes on each server the plan deletes what goes with it (LostUndo,
+// Rules), and adds an error where a per-user refusal among its rules is one actor may
+// not lift: applying would refuse it (deleteLockedServer, CodeUserRules), and a clean
+// plan must apply, a dry run say what would be refused. It reads what userRulesOf and
+// compensationsUndoneBy read at apply, in one read-only snapshot and without their
+// locks: a plan changes nothing, and applying checks again.
+func (s *Service) planDeletions(ctx context.Context, plan *Plan, actor audit.Actor) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("registry: plan import: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	for i := range plan.Items {
+		it := &plan.Items[i]
+		if it.Action != PlanDelete {
+			continue
+		}
+		rules, err := serverRules(ctx, tx, it.cur)
+		if err != nil {
+			return err
+		}
+		comps, err := compensationsUndoneBy(ctx, tx, it.cur)
+		if err != nil {
+			return err
+		}
+		for _, c := range comps {
+			it.LostUndo = append(it.LostUndo, LostUndo{Tool: toolname.Join(c.Server, c.Tool), Undo: toolname.Join(it.cur.Name, c.Undo)})
+		}
+		for _, r := range rules {
+			it.Rules = append(it.Rules, RemovedRule{Tool: toolname.Join(it.cur.Name, r.Tool), User: r.Username, CanUse: r.CanUse})
+		}
+		err = mayLiftRulesOf(ctx, tx, actor, it.cur, rules)
+		if f, ok := fault.As(err); ok && f.Code == CodeUserRules {
+			plan.Errors = append(plan.Errors, Problem{File: plan.File, Server: it.Name, Message: f.Message})
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Service) planServer(ctx context.Context, plan *Plan, sc ServerConfig, cur Server, exists, compare bool) (PlanItem, error) {
@@ -467,6 +569,9 @@ func (p *Plan) String() string {
 			fmt.Fprintf(&b, "  kept %s (not in file)\n", it.Name)
 		case PlanDelete:
 			fmt.Fprintf(&b, "- delete %s (%s)\n", it.Name, it.Type)
+			for _, r := range it.Removes() {
+				fmt.Fprintf(&b, "    %s\n", r)
+			}
 		}
 	}
 	if len(p.Warnings) > 0 {

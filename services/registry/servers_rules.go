@@ -44,13 +44,23 @@ func userRulesOf(ctx context.Context, tx pgx.Tx, actor audit.Actor, sv Server) (
 		SELECT 1 FROM mcp_tools WHERE server_id = $1 ORDER BY id FOR UPDATE`, sv.ID); err != nil {
 		return nil, fmt.Errorf("registry: lock the tools of %q: %w", sv.Name, err)
 	}
-	rules, err := db.All[userRule](ctx, tx, "registry: per-user rules of a server", `/* registry.DeleteServer.rules */
-		SELECT t.id::text AS tool_id, t.name AS tool, u.username, p.can_use
-		FROM user_tool_permissions p JOIN mcp_tools t ON t.id = p.tool_id JOIN users u ON u.id = p.user_id
-		WHERE t.server_id = $1 ORDER BY t.name, u.username`, sv.ID)
+	rules, err := serverRules(ctx, tx, sv)
 	if err != nil {
 		return nil, err
 	}
+	return rules, mayLiftRulesOf(ctx, tx, actor, sv, rules)
+}
+
+// serverRules reads the per-user rules on sv's tools, by tool and user.
+func serverRules(ctx context.Context, tx pgx.Tx, sv Server) ([]userRule, error) {
+	return db.All[userRule](ctx, tx, "registry: per-user rules of a server", `/* registry.DeleteServer.rules */
+		SELECT t.id::text AS tool_id, t.name AS tool, u.username, p.can_use
+		FROM user_tool_permissions p JOIN mcp_tools t ON t.id = p.tool_id JOIN users u ON u.id = p.user_id
+		WHERE t.server_id = $1 ORDER BY t.name, u.username`, sv.ID)
+}
+
+// mayLiftRulesOf is mayLiftRefusals for the refusals among rules, sv's.
+func mayLiftRulesOf(ctx context.Context, tx pgx.Tx, actor audit.Actor, sv Server, rules []userRule) error {
 	var refusals []string
 	for _, r := range rules {
 		if !r.CanUse {
@@ -58,9 +68,9 @@ func userRulesOf(ctx context.Context, tx pgx.Tx, actor audit.Actor, sv Server) (
 		}
 	}
 	if len(refusals) == 0 {
-		return rules, nil
+		return nil
 	}
-	return rules, mayLiftRefusals(ctx, tx, actor, sv, refusals)
+	return mayLiftRefusals(ctx, tx, actor, sv, refusals)
 }
 
 // mayLiftRefusals refuses unless actor may remove per-user refusals: the system, or a
