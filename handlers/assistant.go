@@ -161,7 +161,7 @@ func (h AssistantHandler) APIMessage(c echo.Context) error {
 		InReplyTo      int64  `json:"in_reply_to"`
 		Seen           int64  `json:"seen"`
 	}
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	if in.InReplyTo < 0 {

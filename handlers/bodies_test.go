@@ -89,6 +89,11 @@ func TestAPIBodiesAreStrict(t *testing.T) {
 		{"server create", http.MethodPost, "/api/v1/servers", map[string]any{"name": "bf-two", "type": "streamable_http",
 			"url": "http://127.0.0.1:9/mcp", "enabled": false, "timeout": 5}, "/timeout", "check its spelling"},
 		{"user create", http.MethodPost, "/api/v1/users", map[string]any{"username": "bf-dave", "role": "guest", "rol": "admin"}, "/rol", "check its spelling"},
+		{"token create", http.MethodPost, "/api/v1/tokens", map[string]any{"name": "bf-token", "expires_in": 5}, "/expires_in", "expires_in_days"},
+		// A call, a permission and a message to the assistant.
+		{"tool call", http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "bf__echo", "argument": map[string]any{"message": "a"}}, "/argument", "arguments"},
+		{"permission", http.MethodPut, "/api/v1/tools/" + echo + "/permissions", map[string]any{"username": "bf-bob", "canUse": false}, "/canUse", "can_use"},
+		{"assistant", http.MethodPost, "/api/v1/assistant/messages", map[string]any{"mesage": "hi"}, "/mesage", "message"},
 		// Nested keys, named where they are.
 		{"plan rollback", http.MethodPost, "/api/v1/executions", `{"plan":{"steps":[{"tool":"bf__echo","arguments":{"message":"a"}}],"rolback":[]}}`, "/plan/rolback", "rollback"},
 		{"plan step", http.MethodPost, "/api/v1/executions", `{"plan":{"steps":[{"tool":"bf__echo"},{"tool":"bf__echo","argumets":{}}]}}`, "/plan/steps/1/argumets", "arguments"},
@@ -119,6 +124,9 @@ func TestAPIBodiesAreStrict(t *testing.T) {
 	}
 	if n := srv.App.Count(t, `SELECT count(*) FROM users WHERE username IN ('bf-two', 'bf-dave')`); n != 0 {
 		t.Errorf("%d users created by refused bodies", n)
+	}
+	if n := srv.App.Count(t, `SELECT count(*) FROM api_tokens WHERE name = 'bf-token'`); n != 0 {
+		t.Error("a token was created by a refused body")
 	}
 	if n := srv.App.Count(t, `SELECT count(*) FROM mcp_servers WHERE name = 'bf-two'`); n != 0 {
 		t.Error("a server was created by a refused body")

@@ -185,7 +185,7 @@ func (h ToolPageHandler) APISetPermission(c echo.Context) error {
 		return err
 	}
 	var in permissionInput
-	if err := bindJSON(c, &in); err != nil {
+	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
 	var canUse *bool
