@@ -98,7 +98,7 @@ func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, erro
 	if err != nil {
 		return callerItem{}, err
 	}
-	names, values := tg.Configuration().Declared(tg.InputSchema).FixedParams() // as the router sends them
+	names, values := tg.Configuration().Declared(tg.InputSchema).FixedParams(tg.InputSchema) // as the router sends them
 	ci := callerItem{Item: tg.Item}
 	ci.InputSchema = tools.CallerSchema(tg.InputSchema, names)
 	inspect := PrincipalOf(c).Can(auth.PermToolInspect)

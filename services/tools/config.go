@@ -615,15 +615,17 @@ func (c Configuration) masked(inputSchema json.RawMessage) map[string]any {
 }
 
 // FixedParams are the parameters the configuration fixes, sorted, with their values as
-// JSON text ("" for a secret one, whose value is never shown).
-func (c Configuration) FixedParams() (names, values []string) {
+// JSON text ("" for a secret one, whose value is never shown: stored encrypted, or one the
+// tool's current schema, inputSchema, marks secret though stored in clear; SecretIn).
+func (c Configuration) FixedParams(inputSchema json.RawMessage) (names, values []string) {
+	secret := c.SecretIn(inputSchema)
 	for _, name := range slices.Sorted(maps.Keys(c.Params)) {
 		st := c.Params[name]
 		if st.Mode != ModeFixed {
 			continue
 		}
 		v := string(st.Value)
-		if st.Secret != "" {
+		if secret(name) {
 			v = ""
 		}
 		names, values = append(names, name), append(values, v)

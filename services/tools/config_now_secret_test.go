@@ -54,6 +54,9 @@ func TestClearValueOfNowSecretParamMasked(t *testing.T) {
 	}
 
 	c := f.config(id)
+	// The fixed values the test panel shows.
+	names, values := c.FixedParams(it.InputSchema)
+	leaks("the fixed parameters", fmt.Sprint(names, values))
 	view := c.APIView(it.InputSchema)
 	raw, _ := json.Marshal(view)
 	leaks("the API view", string(raw))

@@ -237,7 +237,7 @@ type CallableItem struct {
 
 // CallerSchema is the tool's input schema as a caller should see it.
 func (t CallableItem) CallerSchema() json.RawMessage {
-	fixed, _ := parseConfiguration(t.RawConfig).FixedParams()
+	fixed, _ := parseConfiguration(t.RawConfig).FixedParams(t.InputSchema)
 	return CallerSchema(t.InputSchema, fixed)
 }
 
