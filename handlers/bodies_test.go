@@ -50,12 +50,12 @@ func TestAPIBodiesAreStrict(t *testing.T) {
 	var server struct {
 		ID string `json:"id"`
 	}
-	// A create may send back what GET answered: ignored.
+	// A create may send back what only the server sets, as GET answered it: ignored.
 	admin.JSON(http.MethodPost, "/api/v1/servers", map[string]any{"name": "bf-off", "type": "streamable_http",
-		"url": "http://127.0.0.1:9/mcp", "enabled": false, "id": "7", "status": "connected", "tool_count": 3,
-		"live": map[string]any{"circuit_open": false}}, http.StatusCreated, &server)
+		"url": "http://127.0.0.1:9/mcp", "enabled": false, "id": "7", "created_at": "2026-01-01T00:00:00Z",
+		"Updated_At": "2026-01-01T00:00:00Z"}, http.StatusCreated, &server)
 	admin.JSON(http.MethodPost, "/api/v1/users", map[string]any{"username": "bf-carol", "role": "guest",
-		"password": "bf-carol-password-1", "id": "x", "created_at": "2026-01-01T00:00:00Z", "disabled_at": nil}, http.StatusCreated, nil)
+		"password": "bf-carol-password-1", "id": "x", "created_at": "2026-01-01T00:00:00Z"}, http.StatusCreated, nil)
 	comp := "/api/v1/tools/" + fail + "/compensation"
 	admin.JSON(http.MethodPut, comp, map[string]any{"undo_tool": "bf__echo",
 		"argument_map": map[string]any{"message": map[string]any{"from": "/message"}}}, http.StatusOK, nil)
@@ -90,6 +90,14 @@ func TestAPIBodiesAreStrict(t *testing.T) {
 			"url": "http://127.0.0.1:9/mcp", "enabled": false, "timeout": 5}, "/timeout", "check its spelling"},
 		{"user create", http.MethodPost, "/api/v1/users", map[string]any{"username": "bf-dave", "role": "guest", "rol": "admin"}, "/rol", "check its spelling"},
 		{"token create", http.MethodPost, "/api/v1/tokens", map[string]any{"name": "bf-token", "expires_in": 5}, "/expires_in", "expires_in_days"},
+		// Keys of the answer that look like settings are not let through: the token would
+		// get the default lifetime, the user be enabled.
+		{"token expiry", http.MethodPost, "/api/v1/tokens", map[string]any{"name": "bf-token", "expires_at": "2027-01-01T00:00:00Z"}, "/expires_at", "expires_in_days"},
+		{"user disabled_at", http.MethodPost, "/api/v1/users", map[string]any{"username": "bf-dave", "role": "guest", "disabled_at": "2026-01-01T00:00:00Z"}, "/disabled_at", "check its spelling"},
+		{"server status", http.MethodPost, "/api/v1/servers", map[string]any{"name": "bf-two", "type": "streamable_http",
+			"url": "http://127.0.0.1:9/mcp", "enabled": false, "status": "connected"}, "/status", "check its spelling"},
+		// A key encoding/json would not read into the field its letters fold to (dotless ı).
+		{"dotless i", http.MethodPatch, "/api/v1/users/" + bob.ID, map[string]any{"dısabled": true}, "/dısabled", "check its spelling"},
 		// A call, a permission and a message to the assistant.
 		{"tool call", http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "bf__echo", "argument": map[string]any{"message": "a"}}, "/argument", "arguments"},
 		{"permission", http.MethodPut, "/api/v1/tools/" + echo + "/permissions", map[string]any{"username": "bf-bob", "canUse": false}, "/canUse", "can_use"},

@@ -147,7 +147,7 @@ func (h CategoriesHandler) APISave(c echo.Context) error {
 		return c.JSON(http.StatusOK, cat)
 	}
 	var in categoryBody
-	if err := bindJSONCreate(c, &in, tools.Category{}); err != nil {
+	if err := bindJSONCreate(c, &in); err != nil {
 		return err
 	}
 	cat, err := h.Tools.SaveCategory(c.Request().Context(), ActorOf(c), "",

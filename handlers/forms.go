@@ -65,16 +65,16 @@ func bindJSONStrict(c echo.Context, v any) error {
 }
 
 // bindJSONCreate is bindJSONStrict for a body that creates a resource, letting through
-// (unread) a top-level key that the resource's answer carries: a client may send back
-// what it read ("id", "status"). answer is a value of the answer's type.
-func bindJSONCreate(c echo.Context, v, answer any) error {
-	echoed := map[string]bool{}
-	for _, f := range shapeFields(derefType(reflect.TypeOf(answer))) {
-		echoed[fold(f.name)] = true
-	}
-	_, err := bindBody(c, v, bodyRules{strict: true, echoed: echoed})
+// (unread) the top-level keys the server assigns, serverAssigned, which a client may send
+// back from what it read. Only those: any other key of an answer looks like a setting
+// ("expires_at", "disabled_at"), and ignoring it would leave the client believing it set.
+func bindJSONCreate(c echo.Context, v any) error {
+	_, err := bindBody(c, v, bodyRules{strict: true, echoed: serverAssigned})
 	return err
 }
+
+// serverAssigned are the keys of a created resource's answer that only the server sets.
+var serverAssigned = []string{"id", "created_at", "updated_at"}
 
 // bindJSONChange is bindJSONStrict for a body that changes something (PATCH, PUT): it
 // must name at least one field the route changes, every field of v's shape but those in
@@ -102,8 +102,8 @@ func bindJSONChange(c echo.Context, v any, keep ...string) (map[string]bool, err
 // bodyRules say how strictly a body is read.
 type bodyRules struct {
 	strict bool // refuse a key the shape does not have
-	// echoed are top-level keys (folded) let through under strict: the answer's fields.
-	echoed map[string]bool
+	// echoed are top-level keys let through under strict, unread (bindJSONCreate).
+	echoed []string
 }
 
 // bindBody is the binders' common part. given are the top-level fields the body named
@@ -299,7 +299,7 @@ func (w *bodyWalk) value(raw []byte, t reflect.Type, ptr string) *bodyProblem {
 					w.given[f.name] = true
 				}
 				p = w.value(val, f.t, kp)
-			case w.strict && !(ptr == "" && w.echoed[fold(key)]):
+			case w.strict && !(ptr == "" && slices.ContainsFunc(w.echoed, func(e string) bool { return strings.EqualFold(e, key) })):
 				p = &bodyProblem{ptr: kp, message: unknownKeyWords(fields)}
 			}
 			return p == nil
@@ -429,16 +429,12 @@ func lookupField(fields []shapeField, key string) (shapeField, bool) {
 		}
 	}
 	for _, f := range fields {
-		if fold(f.name) == fold(key) {
+		if strings.EqualFold(f.name, key) {
 			return f, true
 		}
 	}
 	return shapeField{}, false
 }
-
-// fold is a key as encoding/json compares it: without case, with the letters that fold
-// to ASCII ones ("ſ" is "s") folded too (as textcheck.CaseClash folds).
-func fold(k string) string { return strings.ToLower(strings.ToUpper(k)) }
 
 // derefType is t without its pointers.
 func derefType(t reflect.Type) reflect.Type {

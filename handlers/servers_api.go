@@ -189,7 +189,7 @@ func (h ServersHandler) APIGet(c echo.Context) error {
 // APICreate registers a server and starts its session: 201 with the server.
 func (h ServersHandler) APICreate(c echo.Context) error {
 	var in serverInput
-	if err := bindJSONCreate(c, &in, apiServer{}); err != nil {
+	if err := bindJSONCreate(c, &in); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -277,7 +277,7 @@ func (h ServersHandler) APIReconnect(c echo.Context) error {
 func (h ServersHandler) APITest(c echo.Context) error {
 	var in serverInput
 	// As POST /api/v1/servers reads it: a misspelt key would test another registration.
-	if err := bindJSONCreate(c, &in, apiServer{}); err != nil {
+	if err := bindJSONCreate(c, &in); err != nil {
 		return err
 	}
 	// Read the body to its end: only then does the HTTP server watch the connection

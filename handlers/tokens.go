@@ -161,7 +161,7 @@ func (h TokensHandler) APIList(c echo.Context) error {
 // response's "token" is shown once.
 func (h TokensHandler) APICreate(c echo.Context) error {
 	var in auth.NewToken
-	if err := bindJSONCreate(c, &in, auth.Token{}); err != nil {
+	if err := bindJSONCreate(c, &in); err != nil {
 		return err
 	}
 	plain, tok, err := h.Auth.CreateToken(c.Request().Context(), ActorOf(c), PrincipalOf(c).User.ID, in)

@@ -132,7 +132,7 @@ func (h UsersHandler) APIGet(c echo.Context) error {
 // APICreate adds a user; a generated password is returned once as "password".
 func (h UsersHandler) APICreate(c echo.Context) error {
 	var in auth.NewUser
-	if err := bindJSONCreate(c, &in, auth.User{}); err != nil {
+	if err := bindJSONCreate(c, &in); err != nil {
 		return err
 	}
 	u, generated, err := h.Auth.CreateUser(c.Request().Context(), ActorOf(c), in)
