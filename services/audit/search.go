@@ -32,7 +32,7 @@ const SearchTextChars = 50_000
 // id order under the journal lock, so the indexed ids are always a prefix of the chain
 // and the last of them is where to go on from. That is not the highest id in
 // audit_search when a superuser deleted the log's tail and its ids were used again, or
-// planted rows there (a database steered before migration 58): audit_search_trim finds
+// rows were planted ahead of the log's head before migration 58: audit_search_trim finds
 // the newest row that still holds its entry's words, checking the newest first and
 // halving when it does not, and removes the rows after it, so they are indexed again.
 const indexSearchSQL = `/* audit.IndexSearch */ SELECT audit_search_index($1)`

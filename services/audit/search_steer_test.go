@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
@@ -279,5 +280,59 @@ func TestSearchDocCutsAtSearchTextChars(t *testing.T) {
 		if got != tc.found {
 			t.Errorf("a word ending at character %d: found %v, want %v (audit_search_doc must cut at SearchTextChars)", tc.end, got, tc.found)
 		}
+	}
+}
+
+// Migration 58 repairs an index the application's role steered before it: a row planted
+// ahead made the old indexer skip the entries below its id and carry on past it; the
+// migration deletes the rows from the first entry skipped, so they are indexed again.
+func TestMigrationRepairsASteeredIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	run := func(name string) {
+		t.Helper()
+		sql, err := migrations.FS.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(ctx, string(sql)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	run("000058_audit_search_checked.down.sql")
+	// The indexer before migration 58: on from the highest id in audit_search.
+	oldIndex := func() {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO audit_search (id, doc)
+			SELECT id, to_tsvector('simple'::regconfig, audit_search_text(actor_name, action, target_type, target_id, target_name, payload))
+			FROM audit_log WHERE id > (SELECT coalesce(max(id), 0) FROM audit_search) ORDER BY id`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendWords(t, pool, "before", 3) // 1…3
+	oldIndex()
+	if _, err := pool.Exec(ctx, `INSERT INTO audit_search (id, doc) VALUES (6, to_tsvector('simple', 'decoy'))`); err != nil {
+		t.Fatal(err)
+	}
+	appendWords(t, pool, "hidden", 3) // 4…6
+	appendWords(t, pool, "after", 3)  // 7…9
+	oldIndex()                        // from 7 on: 4 and 5 skipped, 6 holds the planted words
+	run("000058_audit_search_checked.up.sql")
+
+	// The newest row is honest, so the indexer's own check finds nothing wrong: only the
+	// migration's repair brings 4…6 back.
+	l := NewLog(pool)
+	if ids, _ := found(t, l, "hidden"); !slices.Equal(ids, idRange(4, 6)) {
+		t.Errorf("search for the entries the steered indexer skipped: %v; want 6…4", ids)
+	}
+	if ids, _ := found(t, l, "after"); !slices.Equal(ids, idRange(7, 9)) {
+		t.Errorf("search for the entries indexed after them: %v; want 9…7", ids)
+	}
+	if ids, _ := found(t, l, "decoy"); len(ids) != 0 {
+		t.Errorf("search for the planted words: %v; want none", ids)
+	}
+	if ids, _ := found(t, l, "before"); !slices.Equal(ids, idRange(1, 3)) {
+		t.Errorf("search for the entries indexed before: %v; want 3…1", ids)
 	}
 }
