@@ -1,32 +1,19 @@
 package web
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/internal/loglimit"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
-
-// lockedBuffer is a log sink several requests write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
 
 // A flood of forged replica hops is refused with a bounded number of warnings, the
 // next one logged saying how many were left out: anyone may send the header.
@@ -40,7 +27,7 @@ func TestRefusedHopsLogBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sink lockedBuffer
+	var sink testkit.SyncBuffer
 	s := &Server{log: slog.New(slog.NewTextHandler(&sink, nil)), hops: replicahop.NewVerifier(kr, "id-r0"), hopLog: loglimit.New(hopLogEvery, hopLogBurst)}
 	e := echo.New()
 	h := s.replicaHop(func(c echo.Context) error { return c.NoContent(http.StatusOK) })
@@ -51,7 +38,7 @@ func TestRefusedHopsLogBounded(t *testing.T) {
 			t.Fatal("a forged hop was let through")
 		}
 	}
-	if n := strings.Count(sink.b.String(), "claimed to come from a replica"); n == 0 || n > hopLogBurst+1 {
+	if n := strings.Count(sink.String(), "claimed to come from a replica"); n == 0 || n > hopLogBurst+1 {
 		t.Fatalf("1,000 forged hops logged %d warnings, want 1..%d", n, hopLogBurst+1)
 	}
 }

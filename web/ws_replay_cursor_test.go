@@ -11,7 +11,6 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
-	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -49,11 +48,4 @@ func TestOldCursorOnAnExecutionIsReplayed(t *testing.T) {
 		}
 		return d.Find("[data-testid=log-line][data-kind='execution.success']").Length() == 1
 	})
-}
-
-// SinceAbout reads the topic auth publishes sessions on (events cannot import auth).
-func TestSessionsTopicIsAuths(t *testing.T) {
-	if events.SessionsTopic != auth.SessionsTopic {
-		t.Fatalf("events.SessionsTopic %q, auth.SessionsTopic %q", events.SessionsTopic, auth.SessionsTopic)
-	}
 }

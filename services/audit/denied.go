@@ -46,12 +46,9 @@ type DenialOptions struct {
 	maxKeys int
 	now     func() time.Time
 	// quiet is how long refusals of callers not signed in stay pooled, no entry counting
-	// them, before an entry of their own does (default deniedQuiet; tests shorten it).
+	// them, before an entry of their own does (default DefaultQuiet; tests shorten it).
 	quiet time.Duration
 }
-
-// deniedQuiet is DenialOptions.quiet's default.
-const deniedQuiet = DefaultQuiet
 
 // Denials writes refused requests to the audit log with result denied (issue #17,
 // finding 9), rate-limited so that a flood of refusals cannot flood the append-only
@@ -85,7 +82,7 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.quiet <= 0 {
-		o.quiet = deniedQuiet
+		o.quiet = DefaultQuiet
 	}
 	d := &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
 		// Pooled: callers not signed in have as many addresses as they like and rarely

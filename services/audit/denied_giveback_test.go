@@ -5,27 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
-
-// blockCallerEntries makes every entry not the system's fail until the returned func is
-// called.
-func blockCallerEntries(t *testing.T, pool *pgxpool.Pool) (unblock func()) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE FUNCTION no_callers() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.actor_kind <> 'system' THEN RAISE EXCEPTION 'no callers'' entries now'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER no_callers BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_callers()`); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if _, err := pool.Exec(ctx, `DROP TRIGGER no_callers ON audit_log`); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
 
 // A refusal let through whose entry fails took the count of those held back before it:
 // it is given back, and the next entry counts it, for callers not signed in (the pool)
@@ -48,7 +29,7 @@ func TestDeniedWithheldCountGivenBackWhenItsEntryFails(t *testing.T) {
 	}
 	floodAnonymous(t, d, 0, 700) // 600 written, 100 pooled
 	clock.Add(time.Minute)
-	unblock := blockCallerEntries(t, pool)
+	unblock := blockEntries(t, pool, "NEW.actor_kind <> 'system'")
 	if err := record(dave); err == nil {
 		t.Fatal("dave's refusal, its entry blocked, said nothing")
 	}

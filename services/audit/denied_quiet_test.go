@@ -1,17 +1,16 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -134,35 +133,18 @@ func TestDeniedPooledCountWrittenOnClose(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the quiet timer's goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// blockSystemEntries makes every system entry fail until the returned func is called.
-func blockSystemEntries(t *testing.T, pool *pgxpool.Pool) (unblock func()) {
+// blockEntries makes every audit entry of an actor kind cond picks (a SQL condition on
+// NEW) fail until the returned func is called.
+func blockEntries(t *testing.T, pool *pgxpool.Pool, cond string) (unblock func()) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `CREATE FUNCTION no_system() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.actor_kind = 'system' THEN RAISE EXCEPTION 'no system entries now'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER no_system BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_system()`); err != nil {
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION no_entries() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF `+cond+` THEN RAISE EXCEPTION 'no such entries now'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER no_entries BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_entries()`); err != nil {
 		t.Fatal(err)
 	}
 	return func() {
-		if _, err := pool.Exec(ctx, `DROP TRIGGER no_system ON audit_log`); err != nil {
+		if _, err := pool.Exec(ctx, `DROP TRIGGER no_entries ON audit_log; DROP FUNCTION no_entries()`); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,12 +156,12 @@ func TestDeniedPooledCountRetriedWhenItsEntryFails(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	logs := &syncBuffer{}
+	logs := &testkit.SyncBuffer{}
 	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
-	unblock := blockSystemEntries(t, pool)
+	unblock := blockEntries(t, pool, "NEW.actor_kind = 'system'")
 	floodAnonymous(t, d, 0, 700)
-	if !waitFor(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "no system entries now") }) {
+	if !waitFor(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "no such entries now") }) {
 		t.Fatalf("the quiet flush did not try (and fail) to write its entry; logged:\n%s", logs.String())
 	}
 	unblock()
@@ -214,7 +196,7 @@ func TestDeniedForgottenCountRetriedWithoutARecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unblock := blockSystemEntries(t, pool)
+	unblock := blockEntries(t, pool, "NEW.actor_kind = 'system'")
 	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil { // the memory starts over
 		t.Fatal("a Record whose forgotten callers' entry failed said nothing")
 	}

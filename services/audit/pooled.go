@@ -46,9 +46,6 @@ func NewPooledLimiter(lim *Limiter, o PooledOptions) *PooledLimiter {
 	return &PooledLimiter{lim: lim, o: o}
 }
 
-// Limiter returns the wrapped limiter.
-func (p *PooledLimiter) Limiter() *Limiter { return p.lim }
-
 // Take is Limiter.Take; a shared entry it pools arms the quiet timer, so that should no
 // entry let through count it, the quiet flush does. A withheld count it returns whose
 // entry is then not written must be given back (GiveBack).

@@ -19,8 +19,9 @@ import (
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
-// SessionsTopic is the event topic of sign-ins and sign-outs.
-const SessionsTopic = "sessions"
+// SessionsTopic is the event topic of sign-ins and sign-outs: events.SessionsTopic,
+// which a replay reads through an index of its own (events.SinceAbout).
+const SessionsTopic = events.SessionsTopic
 
 // sessionTokenPrefix marks session cookies, so one is never mistaken for an API token.
 const sessionTokenPrefix = "tws_"
