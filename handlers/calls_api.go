@@ -20,7 +20,7 @@ type callRequest struct {
 // or an error whose code says what to do (invalid_arguments, approval_required, ...).
 func (h ToolsHandler) APICall(c echo.Context) error {
 	var in callRequest
-	// Strict: a misspelt "arguments" would call the tool with none.
+	// A misspelt "arguments" would call the tool with none.
 	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}

@@ -291,7 +291,7 @@ type decisionRequest struct {
 func (h ExecutionsHandler) decide(c echo.Context, do func(ctx context.Context, who executions.Caller, id string, in decisionRequest) (*executions.Execution, error)) error {
 	var in decisionRequest
 	if c.Request().ContentLength != 0 {
-		// Strict: a misspelt "phrase" or "reason" would be decided on as if left out.
+		// A misspelt "phrase" or "reason" would be decided on as if left out.
 		if err := bindJSONStrict(c, &in); err != nil {
 			return err
 		}
@@ -468,7 +468,7 @@ func (h ExecutionsHandler) APISetCompensation(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	// Removal only when asked for: an empty body or a misspelt key ("undoTool") used to
+	// Removal only when asked for: an empty body or a misspelt key ("undoTool") must not
 	// remove the configured undo.
 	if !given["undo_tool"] {
 		return verr.New("undo_tool", `is required: the tool that undoes this one, or "" to remove the compensation`)

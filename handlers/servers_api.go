@@ -264,8 +264,6 @@ func (h ServersHandler) APIDiscover(c echo.Context) error {
 // APIReconnect closes the session and opens a new one, here and (through the audited
 // event) on every other replica.
 func (h ServersHandler) APIReconnect(c echo.Context) error {
-	// Audited first, with the event that has the other replicas reconnect too; refused
-	// when that record cannot be written.
 	if _, err := h.MCP.ReconnectAsked(c.Request().Context(), ActorOf(c), c.Param("id")); err != nil {
 		return err
 	}

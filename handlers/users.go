@@ -167,7 +167,7 @@ func (h UsersHandler) APIResetPassword(c echo.Context) error {
 		Password string `json:"password"`
 	}
 	if c.Request().ContentLength != 0 {
-		// Strict: {"new_password": ...} used to set a random password instead.
+		// A misspelt key ({"new_password": ...}) must not set a random password instead.
 		if err := bindJSONStrict(c, &in); err != nil {
 			return err
 		}

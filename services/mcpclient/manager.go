@@ -654,7 +654,7 @@ func (m *Manager) ReconnectAsked(ctx context.Context, actor audit.Actor, id stri
 		// Past the checks the reconnect goes ahead even if the request leaves meanwhile.
 		if err := m.reg.AuditReconnect(context.WithoutCancel(ctx), actor, sv, m.Replica()); err != nil {
 			m.log.Error("mcpclient: reconnect refused: its audit record was not written", "server", sv.Name, "err", err)
-			return fault.Wrap(err, fault.KindUnavailable, "audit_unavailable",
+			return fault.Wrap(err, fault.KindUnavailable, "unavailable",
 				"the server was not reconnected because its audit record could not be written; try again shortly")
 		}
 		return nil
