@@ -1205,6 +1205,13 @@ func (w *write) target(ctx context.Context, param, p string) (target, *os.Root, 
 	if t.rel == "." {
 		return t, nil, guardf("%s: %s is a workspace itself, not a file in it", param, p)
 	}
+	// A name of the writes' own temporary files is hidden from listings and swept once
+	// old (sweepTemps): a file made under one would vanish. Reading, editing, renaming
+	// away or deleting one (a crash's leftover) is left alone.
+	if makes := param == "newPath" || w.op == "create_file" || w.op == "create_directory"; makes && isTempName(path.Base(filepath.ToSlash(t.rel))) {
+		return t, ar, guardf("%s: %s has the form of a write's temporary file (.<name>%s<%d hex digits>%s), which listings leave out and a sweep removes: choose another name",
+			param, p, tempMark, tempHex, tempExt)
+	}
 	if w.anyGrant[t.area] && w.covered[t.abs] {
 		// The first path used a grant with no target, which covers this one too. That
 		// a grant for this path is gone by now does not say so: a call in parallel may

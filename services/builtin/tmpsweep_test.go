@@ -253,3 +253,31 @@ func TestListingsHideTempFiles(t *testing.T) {
 		}
 	}
 }
+
+// A write does not make a file or directory under a name of the writes' temporary files
+// (hidden from listings, removed once old), but a leftover can be renamed away and
+// deleted.
+func TestNoFileMadeUnderATempName(t *testing.T) {
+	t.Parallel()
+	s, ws := fileServer(t)
+	tmp := tempName("notes.txt")
+	writeTestFile(t, filepath.Join(ws, "notes.txt"), "kept\n")
+	for _, args := range []string{
+		`{"operation":"create_file","filePath":"` + tmp + `","content":"x"}`,
+		`{"operation":"create_directory","filePath":"` + tmp + `"}`,
+		`{"operation":"copy_file","filePath":"notes.txt","newPath":"` + tmp + `"}`,
+		`{"operation":"rename_file","filePath":"notes.txt","newPath":"sub/` + tmp + `"}`,
+	} {
+		res, text, _ := fileOpResult(t, s, ws, "call-1", args)
+		if !res.IsError || !strings.Contains(text, "temporary file") {
+			t.Errorf("%s: %s; want it refused naming the temporary files", args, text)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(ws, tmp)); !os.IsNotExist(err) {
+		t.Fatalf("a refused write made %s: %v", tmp, err)
+	}
+	writeTestFile(t, filepath.Join(ws, tmp), "left by a crash\n")
+	if res, text, _ := fileOpResult(t, s, ws, "call-1", `{"operation":"rename_file","filePath":"`+tmp+`","newPath":"saved.txt"}`); res.IsError {
+		t.Fatalf("renaming a leftover away: %s", text)
+	}
+}
