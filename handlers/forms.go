@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"encoding"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,10 +10,12 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
@@ -46,21 +47,14 @@ func formErrors(err error) (views.FormErrors, bool) {
 // (a conflict or bad input), and false for anything else.
 func userMessage(err error) (string, bool) { return httperr.PageMessage(err) }
 
-// bindJSON decodes the request body, turning a malformed body into a field error. An
-// empty body leaves v as it is. A body must be sent as JSON (application/json or any
-// +json) and be one JSON value: a form-encoded body used to bind as an empty object, so
-// the request "succeeded" having done nothing. A key the shape does not have is ignored;
-// routes that change things use the stricter binders below.
-func bindJSON(c echo.Context, v any) error {
-	_, err := bindBody(c, v, bodyRules{})
-	return err
-}
-
-// bindJSONStrict is bindJSON that also refuses a key the shape does not have, at any
-// depth, naming it by its pointer: a misspelt key would silently drop what it held (a
-// plan's rollback, a password to set).
+// bindJSONStrict decodes the request body into v, turning a malformed body into a field
+// error. An empty body leaves v as it is. A body must be sent as JSON (application/json
+// or any +json) and be one JSON value: a form-encoded body used to bind as an empty
+// object, so the request "succeeded" having done nothing. A key the shape does not have
+// is refused, at any depth, naming it by its pointer: a misspelt key would silently drop
+// what it held (a plan's rollback, a password to set).
 func bindJSONStrict(c echo.Context, v any) error {
-	_, err := bindBody(c, v, bodyRules{strict: true})
+	_, err := bindBody(c, v, bodyRules{})
 	return err
 }
 
@@ -69,7 +63,7 @@ func bindJSONStrict(c echo.Context, v any) error {
 // back from what it read. Only those: any other key of an answer looks like a setting
 // ("expires_at", "disabled_at"), and ignoring it would leave the client believing it set.
 func bindJSONCreate(c echo.Context, v any) error {
-	_, err := bindBody(c, v, bodyRules{strict: true, echoed: serverAssigned})
+	_, err := bindBody(c, v, bodyRules{echoed: serverAssigned})
 	return err
 }
 
@@ -81,16 +75,16 @@ var serverAssigned = []string{"id", "created_at", "updated_at"}
 // keep (a version to check, a reason). A body of misspelt keys used to answer 200 having
 // changed nothing. It returns the top-level fields given, as the shape names them.
 func bindJSONChange(c echo.Context, v any, keep ...string) (map[string]bool, error) {
-	given, err := bindBody(c, v, bodyRules{strict: true})
+	given, err := bindBody(c, v, bodyRules{given: true})
 	if err != nil {
 		return nil, err
 	}
 	var changes []string
 	named := false
-	for _, f := range shapeFields(derefType(reflect.TypeOf(v))) {
-		if !slices.Contains(keep, f.name) {
-			changes = append(changes, f.name)
-			named = named || given[f.name]
+	for _, name := range shapeFields(derefType(reflect.TypeOf(v))) {
+		if !slices.Contains(keep, name) {
+			changes = append(changes, name)
+			named = named || given[name]
 		}
 	}
 	if !named {
@@ -99,15 +93,23 @@ func bindJSONChange(c echo.Context, v any, keep ...string) (map[string]bool, err
 	return given, nil
 }
 
-// bodyRules say how strictly a body is read.
+// bodyRules say what a binder needs read from the top level of a body before it is
+// decoded.
 type bodyRules struct {
-	strict bool // refuse a key the shape does not have
-	// echoed are top-level keys let through under strict, unread (bindJSONCreate).
-	echoed []string
+	echoed []string // top-level keys let through unread (bindJSONCreate)
+	given  bool     // report the top-level fields the body names (bindJSONChange)
 }
 
+// bodyOptions decode as encoding/json does (a null leaves a value as it is, a key
+// matches its field regardless of case as strings.EqualFold does, an unexported embedded
+// struct's fields are promoted) but refuse a key the shape does not have, and stop at
+// the first problem, reported with its JSON pointer: the legacy errors name neither an
+// unknown key nor, for a value that decodes itself (a time), its place.
+var bodyOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(),
+	jsonv2.RejectUnknownMembers(true), jsonv1.ReportErrorsWithLegacySemantics(false))
+
 // bindBody is the binders' common part. given are the top-level fields the body named
-// (read only under strict rules).
+// (read only when rules.given).
 func bindBody(c echo.Context, v any, rules bodyRules) (given map[string]bool, err error) {
 	req := c.Request()
 	if req.Body == nil || req.Body == http.NoBody {
@@ -132,33 +134,91 @@ func bindBody(c echo.Context, v any, rules bodyRules) (given map[string]bool, er
 	}
 	// Duplicate keys and text that is not text were refused on the raw body before this
 	// (web's text check).
-	dec := json.NewDecoder(bytes.NewReader(body))
-	derr := dec.Decode(v)
-	var se *json.SyntaxError
-	if derr != nil && (errors.As(derr, &se) || errors.Is(derr, io.ErrUnexpectedEOF) || errors.Is(derr, io.EOF)) {
-		return nil, decodeError(derr)
+	if rules.given || len(rules.echoed) > 0 {
+		if body, given, err = topLevel(body, reflect.TypeOf(v), rules.echoed); err != nil {
+			return nil, decodeError(body, err)
+		}
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	// One pass, v decoded once: the body of a tool call may carry megabytes of arguments.
+	// A bytes.Buffer is read in place, not copied.
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), bodyOptions)
+	if err := jsonv2.UnmarshalDecode(dec, v); err != nil {
+		return nil, decodeError(body, err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
 		return nil, verr.New("body", "has more after the JSON value: send one JSON value")
 	}
-	if derr == nil && !rules.strict {
-		return nil, nil
+	return given, nil
+}
+
+// topLevel reads the members of an object body of shape t: the fields they name, and the
+// body without the keys in echoed that name no field, blanked so that byte offsets in
+// errors still count in what was sent. It fails only on what is not JSON (before any
+// unknown key is named, as for any binder); a body that is another JSON value is
+// returned as it is, for the decoder to word.
+func topLevel(body []byte, t reflect.Type, echoed []string) (_ []byte, given map[string]bool, err error) {
+	fields := shapeFields(derefType(t))
+	given = map[string]bool{}
+	type member struct {
+		start, end int64 // the name's first byte, the value's end
+		drop       bool
 	}
-	// The decoder names neither an unknown key's place nor, for a value that decodes
-	// itself (a time), its field: the body is walked beside its shape to find them.
-	w := bodyWalk{bodyRules: rules, given: map[string]bool{}}
-	if p := w.value(body, reflect.TypeOf(v), ""); p != nil {
-		msg := p.message
-		var te *json.UnmarshalTypeError
-		if p.wrongType && errors.As(derr, &te) {
-			msg += fmt.Sprintf(" (at byte %d)", te.Offset)
+	var ms []member
+	lastKept := -1
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body), bodyOptions)
+	if dec.PeekKind() != '{' {
+		return body, given, dec.SkipValue() // nil for another JSON value
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return body, nil, err
+	}
+	for dec.PeekKind() == '"' {
+		name, err := dec.ReadValue()
+		if err != nil {
+			return body, nil, err
 		}
-		return nil, verr.New(p.ptr, msg)
+		start := dec.InputOffset() - int64(len(name))
+		key, err := jsontext.AppendUnquote(nil, name)
+		if err == nil {
+			err = dec.SkipValue()
+		}
+		if err != nil {
+			return body, nil, err
+		}
+		m := member{start: start, end: dec.InputOffset()}
+		if f, ok := lookupField(fields, string(key)); ok {
+			given[f] = true
+		} else {
+			m.drop = slices.ContainsFunc(echoed, func(e string) bool { return strings.EqualFold(e, string(key)) })
+		}
+		if !m.drop {
+			lastKept = len(ms)
+		}
+		ms = append(ms, m)
 	}
-	if derr != nil {
-		return nil, decodeError(derr)
+	if _, err := dec.ReadToken(); err != nil { // '}'
+		return body, nil, err
 	}
-	return w.given, nil
+	if !slices.ContainsFunc(ms, func(m member) bool { return m.drop }) {
+		return body, given, nil
+	}
+	out := bytes.Clone(body) // the body put back for a handler stays as sent
+	for i, m := range ms {
+		if !m.drop {
+			continue
+		}
+		// With the comma after it while a kept member follows, else the one before it.
+		from, to := m.start, m.end
+		if i < lastKept {
+			to = ms[i+1].start
+		} else if i > 0 {
+			from = ms[i-1].end
+		}
+		for j := from; j < to; j++ {
+			out[j] = ' '
+		}
+	}
+	return out, given, nil
 }
 
 // IsJSONMediaType reports whether a Content-Type is JSON: application/json or any
@@ -169,34 +229,63 @@ func IsJSONMediaType(ct string) bool {
 	return mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")
 }
 
-// decodeError words a decoding error for the caller: the field by its pointer and the
-// kind of JSON value it takes, or where the JSON stops being JSON.
-func decodeError(err error) error {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
+// decodeError words a decoding error of body for the caller, from the error's parts
+// only (its text names Go types and time layouts): the place by its pointer and the kind
+// of JSON value it takes, or where the JSON stops being JSON.
+func decodeError(body []byte, err error) error {
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
 	switch {
-	case errors.As(err, &te):
-		// Only when the walk beside the shape found nothing (bindBody): te.Field joins
-		// names with ".", so a key holding one is split wrongly, and leaves out array
-		// indexes; the byte offset says which element.
-		path := "body"
-		if te.Field != "" {
-			var b strings.Builder
-			for seg := range strings.SplitSeq(te.Field, ".") {
-				b.WriteString("/" + pointerToken(seg))
-			}
-			path = b.String()
-		}
-		return verr.New(path, fmt.Sprintf("must be %s (at byte %d)", bodyKind(te.Type), te.Offset))
-	case errors.As(err, &se):
-		return verr.New("body", fmt.Sprintf("is not valid JSON (at byte %d)", se.Offset))
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return verr.New("body", "is not valid JSON (it ends early)")
+	case errors.As(err, &syn):
+		// Counted as encoding/json did, the byte at fault included (the error gives its
+		// place).
+		return verr.New("body", fmt.Sprintf("is not valid JSON (at byte %d)", syn.ByteOffset+1))
+	case errors.As(err, &sem):
+		ptr := string(sem.JSONPointer) // escaped already: a key "a/b" is the token "a~1b"
+		if ptr == "" {
+			ptr = "body"
+		}
+		t := derefType(sem.GoType)
+		switch {
+		case errors.Is(sem.Err, jsonv2.ErrUnknownName):
+			return verr.New(ptr, "is not a key of the documented body here: check its spelling; the keys here are "+
+				strings.Join(shapeFields(t), ", "))
+		case t == timeType:
+			return verr.New(ptr, "must be an RFC 3339 time like 2026-12-06T10:00:00Z")
+		case t != nil && (reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler)):
+			// A value that decodes itself: its error's words may be Go's, so only the kind
+			// it takes is said.
+			return verr.New(ptr, "must be "+bodyKind(t))
+		}
+		return verr.New(ptr, fmt.Sprintf("must be %s (at byte %d)", bodyKind(t), valueEnd(body, sem.ByteOffset)))
 	}
-	return verr.New("body", "must be a JSON object matching the documented shape: "+err.Error())
+	return verr.New("body", "must be a JSON object matching the documented shape")
 }
 
-var textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+// valueEnd is where encoding/json placed a wrong value at off in body (the errors here
+// give its start): just past a number, string or literal, or past the "[" or "{" that
+// opens an array or object; off if there is no value there.
+func valueEnd(body []byte, off int64) int64 {
+	if off < 0 || off >= int64(len(body)) {
+		return off
+	}
+	if body[off] == '[' || body[off] == '{' {
+		return off + 1
+	}
+	dec := jsontext.NewDecoder(bytes.NewBuffer(body[off:]), bodyOptions)
+	if dec.SkipValue() != nil {
+		return off
+	}
+	return off + dec.InputOffset()
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[jsonv2.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	timeType        = reflect.TypeFor[time.Time]()
+)
 
 // bodyKind names the JSON value that decodes into t, with its article.
 func bodyKind(t reflect.Type) string {
@@ -230,159 +319,16 @@ func bodyKind(t reflect.Type) string {
 	return "a JSON value of another type"
 }
 
-// bodyProblem is what is wrong with a body at one place.
-type bodyProblem struct {
-	ptr, message string
-	wrongType    bool // a value of the wrong JSON type (the decoder's offset applies)
-}
-
-// bodyWalk walks a JSON body beside the Go shape it decodes into, as encoding/json
-// reads it, to name by JSON pointer what the decoder cannot: a key the shape does not
-// have, and a value that decodes itself (a time) but not from what was sent.
-type bodyWalk struct {
-	bodyRules
-	given map[string]bool
-}
-
-var (
-	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
-	timeType        = reflect.TypeFor[time.Time]()
-)
-
-// value finds the first problem, in document order, with raw as a value of t at ptr.
-func (w *bodyWalk) value(raw []byte, t reflect.Type, ptr string) *bodyProblem {
-	raw = bytes.TrimSpace(raw)
-	if t == nil || len(raw) == 0 || string(raw) == "null" { // null leaves any value as it is
+// shapeFields lists a struct's JSON field names in declaration order, an embedded
+// struct's (untagged) fields in its place unless a field of the outer struct has the
+// name: the keys to name when one is unknown, and those a change may give. (The decoder
+// matches keys to fields itself.)
+func shapeFields(t reflect.Type) []string {
+	if t == nil || t.Kind() != reflect.Struct {
 		return nil
 	}
-	t = derefType(t)
-	at := func(msg string, wrongType bool) *bodyProblem {
-		if ptr == "" {
-			return &bodyProblem{ptr: "body", message: msg, wrongType: wrongType}
-		}
-		return &bodyProblem{ptr: ptr, message: msg, wrongType: wrongType}
-	}
-	switch pt := reflect.PointerTo(t); {
-	case pt.Implements(jsonUnmarshaler):
-		if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
-			if t == timeType {
-				return at("must be an RFC 3339 time like 2026-12-06T10:00:00Z", false)
-			}
-			return at("must be "+bodyKind(t), false)
-		}
-		return nil
-	case pt.Implements(textUnmarshaler):
-		var s string
-		if json.Unmarshal(raw, &s) != nil {
-			return at("must be a string", true)
-		}
-		if err := reflect.New(t).Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-			return at("is not valid: "+err.Error(), false)
-		}
-		return nil
-	}
-	switch t.Kind() {
-	case reflect.Interface:
-		return nil // any JSON value
-	case reflect.Struct:
-		if raw[0] != '{' {
-			return at("must be an object", true)
-		}
-		fields := shapeFields(t)
-		var p *bodyProblem
-		members(raw, func(key string, val []byte) bool {
-			kp := ptr + "/" + pointerToken(key)
-			f, ok := lookupField(fields, key)
-			switch {
-			case ok:
-				if ptr == "" {
-					w.given[f.name] = true
-				}
-				p = w.value(val, f.t, kp)
-			case w.strict && !(ptr == "" && slices.ContainsFunc(w.echoed, func(e string) bool { return strings.EqualFold(e, key) })):
-				p = &bodyProblem{ptr: kp, message: unknownKeyWords(fields)}
-			}
-			return p == nil
-		})
-		return p
-	case reflect.Map:
-		if raw[0] != '{' {
-			return at("must be an object", true)
-		}
-		var p *bodyProblem
-		members(raw, func(key string, val []byte) bool {
-			p = w.value(val, t.Elem(), ptr+"/"+pointerToken(key))
-			return p == nil
-		})
-		if p == nil && t.Key().Kind() != reflect.String {
-			// A key that must be a number, say: the decoder tells.
-			if err := json.Unmarshal(raw, reflect.New(t).Interface()); err != nil {
-				return at("must be "+bodyKind(t), true)
-			}
-		}
-		return p
-	case reflect.Slice, reflect.Array:
-		if t.Elem().Kind() == reflect.Uint8 && raw[0] == '"' {
-			break // bytes sent as base64
-		}
-		if raw[0] != '[' {
-			return at("must be "+bodyKind(t), true)
-		}
-		var p *bodyProblem
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		_, _ = dec.Token()
-		for i := 0; dec.More() && p == nil; i++ {
-			var item json.RawMessage
-			if dec.Decode(&item) != nil {
-				return nil
-			}
-			p = w.value(item, t.Elem(), ptr+"/"+strconv.Itoa(i))
-		}
-		return p
-	}
-	if json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
-		return at("must be "+bodyKind(t), true)
-	}
-	return nil
-}
-
-// members calls f with each member of the JSON object raw, in order, until f returns
-// false.
-func members(raw []byte, f func(key string, val []byte) bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		key, ok := tok.(string)
-		var val json.RawMessage
-		if err != nil || !ok || dec.Decode(&val) != nil || !f(key, val) {
-			return
-		}
-	}
-}
-
-// unknownKeyWords says a key is not one of fields, naming the keys that are.
-func unknownKeyWords(fields []shapeField) string {
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	return "is not a key of the documented body here: check its spelling; the keys here are " + strings.Join(names, ", ")
-}
-
-// shapeField is one field of a struct as encoding/json names it.
-type shapeField struct {
-	name string
-	t    reflect.Type
-}
-
-// shapeFields lists a struct's JSON fields in declaration order, an embedded struct's
-// (untagged) fields in its place unless a field of the outer struct has the name.
-func shapeFields(t reflect.Type) []shapeField {
 	type entry struct {
-		shapeField
+		name     string
 		promoted bool
 	}
 	var all []entry
@@ -408,32 +354,30 @@ func shapeFields(t reflect.Type) []shapeField {
 		if name == "" {
 			name = f.Name
 		}
-		all = append(all, entry{shapeField{name, f.Type}, false})
+		all = append(all, entry{name, false})
 		direct[name] = true
 	}
-	out := make([]shapeField, 0, len(all))
+	out := make([]string, 0, len(all))
 	for _, e := range all {
 		if !e.promoted || !direct[e.name] {
-			out = append(out, e.shapeField)
+			out = append(out, e.name)
 		}
 	}
 	return out
 }
 
-// lookupField finds the field a key decodes into: the exact name first, then as
-// encoding/json also matches, without regard to case.
-func lookupField(fields []shapeField, key string) (shapeField, bool) {
+// lookupField finds the field a top-level key decodes into, as the decoder matches it:
+// the exact name first, then without regard to case (strings.EqualFold).
+func lookupField(fields []string, key string) (string, bool) {
+	if slices.Contains(fields, key) {
+		return key, true
+	}
 	for _, f := range fields {
-		if f.name == key {
+		if strings.EqualFold(f, key) {
 			return f, true
 		}
 	}
-	for _, f := range fields {
-		if strings.EqualFold(f.name, key) {
-			return f, true
-		}
-	}
-	return shapeField{}, false
+	return "", false
 }
 
 // derefType is t without its pointers.
@@ -442,10 +386,4 @@ func derefType(t reflect.Type) reflect.Type {
 		t = t.Elem()
 	}
 	return t
-}
-
-// pointerToken escapes a key as one token of a JSON pointer (RFC 6901): "~" as "~0",
-// "/" as "~1".
-func pointerToken(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
 }
