@@ -177,25 +177,7 @@ func TestDeniedPooledCountRetriedWhenItsEntryFails(t *testing.T) {
 // quiet flush when no later Record comes.
 func TestDeniedForgottenCountRetriedWithoutARecord(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	pool := dbtest.New(t)
-	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now, quiet: 50 * time.Millisecond})
-	record := func(a Actor) error {
-		return d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
-			Code: "forbidden", Reason: "needs users.manage"})
-	}
-	dave := Actor{Kind: ActorUser, ID: "00000000-0000-0000-0000-00000000000d", Name: "dave", IP: "192.0.2.1"}
-	for range 5 {
-		if err := record(dave); err != nil { // 2 written, 3 held back
-			t.Fatal(err)
-		}
-	}
-	for i := range 4 {
-		if err := record(Actor{Kind: ActorAnonymous, IP: fmt.Sprintf("192.0.2.%d", 10+i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool, record := forgetfulDenials(t, 50*time.Millisecond)
 	unblock := blockEntries(t, pool, "NEW.actor_kind = 'system'")
 	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil { // the memory starts over
 		t.Fatal("a Record whose forgotten callers' entry failed said nothing")
