@@ -11,7 +11,6 @@ import (
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/analytics"
-	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -39,11 +38,7 @@ func TestDeletedServerMarksItsDays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
-	app, err := db.NewPool(ctx, dbtest.AppURL(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(app.Close)
+	app := dbtest.AppPool(t, url)
 	w := world{t: t, ctx: ctx, pool: app}
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	today := now.Truncate(24 * time.Hour)

@@ -67,11 +67,7 @@ func TestSearchIndexIgnoresRowsPlantedAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := dbtest.NewURL(t)
-	app, err := db.NewPool(ctx, dbtest.AppURL(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(app.Close)
+	app := dbtest.AppPool(t, url)
 	owner, err := db.NewPool(ctx, url)
 	if err != nil {
 		t.Fatal(err)

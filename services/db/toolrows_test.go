@@ -29,11 +29,7 @@ func TestToolRowsFollowTheirTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(owner.Close)
-	app, err := db.NewPool(ctx, dbtest.AppURL(t, url))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(app.Close)
+	app := dbtest.AppPool(t, url)
 	newTools := func(t *testing.T, server string, n int) (string, []string) {
 		t.Helper()
 		sid := uuid.NewString()

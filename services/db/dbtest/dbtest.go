@@ -262,6 +262,18 @@ func AppURL(t testing.TB, url string) string {
 	return fmt.Sprintf("host=%s user=%s dbname=%s sslmode=disable", cfg.Host, db.AppRole, cfg.Database)
 }
 
+// AppPool is a pool on url (from NewURL) as the application's role (AppURL), closed
+// when the test ends.
+func AppPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := db.NewPool(context.Background(), AppURL(t, url))
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
 // PrintSettings prints the database's version and durability settings, for a
 // benchmark's output (internal/benchdoc reads the line into docs/benchmarks.md): a
 // figure means something only with the settings it was measured under.
