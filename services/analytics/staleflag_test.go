@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
-	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/analytics"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
@@ -179,20 +178,10 @@ func TestMigrationMarksStaleDays(t *testing.T) {
 	if _, err := svc.RollUp(ctx, now); err != nil {
 		t.Fatal(err)
 	}
-	run := func(name string) {
-		t.Helper()
-		sql, err := migrations.FS.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.pool.Exec(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
 	// Before the migration: the server deleted, nothing marks its days.
-	run("000059_rollups_stale_days.down.sql")
+	dbtest.RunMigration(t, w.pool, "000059_rollups_stale_days.down.sql")
 	w.exec(`DELETE FROM mcp_servers WHERE id = $1`, gone)
-	run("000059_rollups_stale_days.up.sql")
+	dbtest.RunMigration(t, w.pool, "000059_rollups_stale_days.up.sql")
 	if m := markedDays(t, w); !slices.Equal(m, olds) {
 		t.Fatalf("days marked stale by the migration: %v, want %v", m, olds)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
@@ -286,17 +285,7 @@ func TestMigrationRepairsASteeredIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := dbtest.New(t)
-	run := func(name string) {
-		t.Helper()
-		sql, err := migrations.FS.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pool.Exec(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
-	run("000058_audit_search_checked.down.sql")
+	dbtest.RunMigration(t, pool, "000058_audit_search_checked.down.sql")
 	// The indexer before migration 58: on from the highest id in audit_search.
 	oldIndex := func() {
 		t.Helper()
@@ -314,7 +303,7 @@ func TestMigrationRepairsASteeredIndex(t *testing.T) {
 	appendWords(t, pool, "hidden", 3) // 4…6
 	appendWords(t, pool, "after", 3)  // 7…9
 	oldIndex()                        // from 7 on: 4 and 5 skipped, 6 holds the planted words
-	run("000058_audit_search_checked.up.sql")
+	dbtest.RunMigration(t, pool, "000058_audit_search_checked.up.sql")
 
 	// The newest row is honest, so the indexer's own check finds nothing wrong: only the
 	// migration's repair brings 4…6 back.

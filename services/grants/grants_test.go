@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/callmeta"
-	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -462,13 +461,7 @@ func TestDefaultConversationsGoBack(t *testing.T) {
 	if _, err := s.Create(ctx, grants.Spec{ConversationID: "user-" + alice.ID, Operation: "x.y", By: bob}); err != nil {
 		t.Fatal(err)
 	}
-	sql, err := migrations.FS.ReadFile("000045_default_conversations_owned.up.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.Exec(ctx, string(sql)); err != nil {
-		t.Fatal(err)
-	}
+	dbtest.RunMigration(t, pool, "000045_default_conversations_owned.up.sql")
 	if owner, _, err := s.OwnerOf(ctx, "user-"+alice.ID); err != nil || owner != alice.ID {
 		t.Fatalf("after the migration: owner %q %v, want alice", owner, err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
@@ -272,6 +273,19 @@ func AppPool(t testing.TB, url string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// RunMigration runs one migration file (name in migrations.FS, as "000058_x.up.sql") on
+// pool as it stands: for a test of what an up or down step does to data.
+func RunMigration(t testing.TB, pool *pgxpool.Pool, name string) {
+	t.Helper()
+	sql, err := migrations.FS.ReadFile(name)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	if _, err := pool.Exec(context.Background(), string(sql)); err != nil {
+		t.Fatalf("dbtest: %s: %v", name, err)
+	}
 }
 
 // PrintSettings prints the database's version and durability settings, for a
