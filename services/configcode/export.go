@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -218,22 +219,18 @@ func (s *Service) secretSettings(ctx context.Context, ts []*storedTool) (map[[2]
 	if len(ids) == 0 {
 		return out, nil
 	}
-	schemas := map[string]json.RawMessage{}
-	rows, err := s.pool.Query(ctx, `/* configcode.export.schemas */ SELECT id::text, input_schema FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
+	type toolSchema struct {
+		ID     string          `db:"id"`
+		Schema json.RawMessage `db:"input_schema"`
+	}
+	found, err := db.All[toolSchema](ctx, s.pool, "configcode: export: input schemas",
+		`/* configcode.export.schemas */ SELECT id::text AS id, input_schema FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
-		return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
+		return nil, err
 	}
-	for rows.Next() {
-		var id string
-		var sch json.RawMessage
-		if err := rows.Scan(&id, &sch); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
-		}
-		schemas[id] = sch
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("configcode: export: input schemas: %w", err)
+	schemas := make(map[string]json.RawMessage, len(found))
+	for _, f := range found {
+		schemas[f.ID] = f.Schema
 	}
 	for _, t := range ts {
 		if !clear[t.ID] {
