@@ -60,9 +60,8 @@ type Denials struct {
 	pool  *pgxpool.Pool
 	begin db.TxBeginner // pool, or its Local
 	opts  DenialOptions
-	lim   *Limiter
-	// pooled is lim with its quiet flush: refusals pooled and forgotten callers' ones
-	// that no entry counted are written by entries of the system's.
+	// pooled is the limit with its quiet flush: refusals pooled and forgotten callers'
+	// ones that no entry counted are written by entries of the system's.
 	pooled *PooledLimiter
 }
 
@@ -81,15 +80,12 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.quiet <= 0 {
-		o.quiet = DefaultQuiet
-	}
-	d := &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o,
-		// Pooled: callers not signed in have as many addresses as they like and rarely
-		// come back on one, so a count kept per address would mostly go unreported.
-		lim: NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, Pooled: true, MaxKeys: o.maxKeys,
-			What: "refused requests", Logger: o.Logger, Now: o.now})}
-	d.pooled = NewPooledLimiter(d.lim, PooledOptions{Quiet: o.quiet, WritePooled: d.recordPooled, WriteForgotten: d.recordForgotten})
+	d := &Denials{pool: pool, begin: o.Local.Beginner(pool), opts: o}
+	// Pooled: callers not signed in have as many addresses as they like and rarely
+	// come back on one, so a count kept per address would mostly go unreported.
+	lim := NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, Pooled: true, MaxKeys: o.maxKeys,
+		What: "refused requests", Logger: o.Logger, Now: o.now})
+	d.pooled = NewPooledLimiter(lim, PooledOptions{Quiet: o.quiet, WritePooled: d.recordPooled, WriteForgotten: d.recordForgotten})
 	return d
 }
 
@@ -300,12 +296,11 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	// A refusal of a caller not signed in that is pooled arms the quiet flush, should
 	// no entry let through count it.
 	ok, withheld := d.pooled.Take(key, x.Actor.ID == "")
-	var ferr error
-	if n := d.lim.Forgotten(); n > 0 {
-		if ferr = d.recordForgotten(ctx, n); ferr != nil {
-			d.lim.unforget(n) // the next Record tries again; this one's own entry still goes
-			d.pooled.Arm()    // and so does the quiet flush, should no Record come
-		}
+	// A forgotten count whose entry fails is tried again by the next Record and, should
+	// none come, the quiet flush; this refusal's own entry still goes.
+	ferr := d.pooled.writeForgotten(ctx)
+	if ferr != nil {
+		d.pooled.Arm()
 	}
 	if !ok {
 		return ferr

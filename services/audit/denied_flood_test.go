@@ -66,9 +66,9 @@ func TestDeniedFloodFromRotatingAddressesIsCounted(t *testing.T) {
 	if entries, _ := deniedTotals(t, pool, ""); entries != 600 {
 		t.Fatalf("%d refusals from as many addresses at once: %d entries, want the limit for all, 600", flood, entries)
 	}
-	d.lim.mu.Lock()
-	keys := len(d.lim.keys)
-	d.lim.mu.Unlock()
+	d.pooled.lim.mu.Lock()
+	keys := len(d.pooled.lim.keys)
+	d.pooled.lim.mu.Unlock()
 	if keys != 600 {
 		t.Errorf("the limiter remembers %d addresses, want only the 600 let through", keys)
 	}

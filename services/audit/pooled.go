@@ -116,16 +116,24 @@ func (p *PooledLimiter) flush(ctx context.Context, since *uint64) error {
 			errs = err
 		}
 	}
+	return errors.Join(errs, p.writeForgotten(ctx))
+}
+
+// writeForgotten writes the count of entries that keys the limiter forgot had held back
+// (WriteForgotten), giving it back when that fails.
+func (p *PooledLimiter) writeForgotten(ctx context.Context) error {
 	if p.o.WriteForgotten == nil {
-		return errs
+		return nil
 	}
-	if n := p.lim.Forgotten(); n > 0 {
-		if err := p.o.WriteForgotten(ctx, n); err != nil {
-			p.lim.unforget(n)
-			errs = errors.Join(errs, err)
-		}
+	n := p.lim.Forgotten()
+	if n == 0 {
+		return nil
 	}
-	return errs
+	if err := p.o.WriteForgotten(ctx, n); err != nil {
+		p.lim.unforget(n)
+		return err
+	}
+	return nil
 }
 
 // Close stops the quiet timer and writes what the limiter holds back that no entry has
