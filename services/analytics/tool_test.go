@@ -2,7 +2,6 @@ package analytics_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -108,36 +107,13 @@ type explaining struct {
 	read map[string]int64
 }
 
-// planNode is a node of EXPLAIN (FORMAT JSON).
-type planNode struct {
-	Relation      string     `json:"Relation Name"`
-	Rows          float64    `json:"Actual Rows"`
-	Loops         float64    `json:"Actual Loops"`
-	Filtered      float64    `json:"Rows Removed by Filter"`
-	IndexFiltered float64    `json:"Rows Removed by Index Recheck"`
-	Plans         []planNode `json:"Plans"`
-}
-
 func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	var out []byte
 	if err := e.pool.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) `+sql, args...).Scan(&out); err != nil {
 		e.t.Fatalf("explain %s: %v", sql, err)
 	}
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(out, &plans); err != nil {
-		e.t.Fatalf("explain %s: %v", sql, err)
-	}
-	var walk func(n *planNode)
-	walk = func(n *planNode) {
-		if n.Relation != "" {
-			e.read[n.Relation] += int64((n.Rows + n.Filtered + n.IndexFiltered) * n.Loops)
-		}
-		for i := range n.Plans {
-			walk(&n.Plans[i])
-		}
-	}
-	for i := range plans {
-		walk(&plans[i].Plan)
+	for rel, n := range testkit.RowsRead(e.t, out) {
+		e.read[rel] += n
 	}
 	return e.pool.Query(ctx, sql, args...)
 }

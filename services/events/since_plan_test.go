@@ -2,7 +2,6 @@ package events_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 	"github.com/toolwarden/toolwarden/services/events"
 )
@@ -24,16 +24,6 @@ type explaining struct {
 	t    *testing.T
 	read int64
 	plan string
-}
-
-// planNode is a node of EXPLAIN (FORMAT JSON).
-type planNode struct {
-	Relation      string     `json:"Relation Name"`
-	Rows          float64    `json:"Actual Rows"`
-	Loops         float64    `json:"Actual Loops"`
-	Filtered      float64    `json:"Rows Removed by Filter"`
-	IndexFiltered float64    `json:"Rows Removed by Index Recheck"`
-	Plans         []planNode `json:"Plans"`
 }
 
 func (e *explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
@@ -89,23 +79,7 @@ func (e *explaining) explain(ctx context.Context, mode, sql string, args []any) 
 	if err := tx.QueryRow(ctx, `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE explained(`+strings.Join(params, ", ")+`)`).Scan(&out); err != nil {
 		e.t.Fatalf("explain %s: %v", sql, err)
 	}
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(out, &plans); err != nil {
-		e.t.Fatalf("explain %s: %v", sql, err)
-	}
-	var walk func(n *planNode)
-	walk = func(n *planNode) {
-		if n.Relation == "events" {
-			read += int64((n.Rows + n.Filtered + n.IndexFiltered) * n.Loops)
-		}
-		for i := range n.Plans {
-			walk(&n.Plans[i])
-		}
-	}
-	for i := range plans {
-		walk(&plans[i].Plan)
-	}
-	return read, string(out)
+	return testkit.RowsRead(e.t, out)["events"], string(out)
 }
 
 func ids(evs []events.Event) []int64 {
