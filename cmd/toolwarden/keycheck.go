@@ -165,13 +165,9 @@ func fileKeyrings(path string) ([]*secrets.Keyring, error) {
 	return rings, nil
 }
 
-// sealKeyOf says which key of the key file at path made an execution's seal (a MAC,
-// which names no key, so each key is tried).
-func sealKeyOf(path string) (executions.SealKey, error) {
-	rings, err := fileKeyrings(path)
-	if err != nil {
-		return nil, err
-	}
+// sealKeyOf says which key of the key file (rings, fileKeyrings) made an execution's
+// seal (a MAC, which names no key, so each key is tried).
+func sealKeyOf(rings []*secrets.Keyring) executions.SealKey {
 	return func(input, seal []byte) string {
 		for _, r := range rings {
 			if r.VerifyMAC(input, seal) {
@@ -179,7 +175,7 @@ func sealKeyOf(path string) (executions.SealKey, error) {
 			}
 		}
 		return ""
-	}, nil
+	}
 }
 
 // parseLostKeys reads --lost-keys: key ids separated by commas or spaces.

@@ -132,13 +132,15 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
-	// Execution approvals are sealed with a MAC, which names no key: each key is tried.
-	keyOf, err := sealKeyOf(path)
+	// Execution approvals are sealed with a MAC, which names no key: each key of the
+	// file is tried, each alone.
+	rings, err := fileKeyrings(path)
 	if err != nil {
 		return err
 	}
+	keyOf := sealKeyOf(rings)
 	if sub == "status" {
-		return secretsStatus(ctx, stdout, d.Pool, keys, keyOf, path, reg, ts)
+		return secretsStatus(ctx, stdout, d.Pool, keys, keyOf, rings, reg, ts)
 	}
 	if sub == "rotate" {
 		// Values under a lost key cannot be opened: they are left, and counted.
@@ -199,10 +201,7 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// step runs, one only the key verifies is refused as changed settings without it.
 	// Reseal does not pin them again (what a person approved would change under them),
 	// so the key waits for those executions to end.
-	idKeyOf, err := identityKeyOf(path, d.Pool, reg, ts)
-	if err != nil {
-		return err
-	}
+	idKeyOf := identityKeyOf(rings, d.Pool, reg, ts)
 	pinned, err := executions.IdentityUsage(ctx, d.Pool, idKeyOf)
 	if err != nil {
 		return err
@@ -243,7 +242,7 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // values, the approvals of executions not yet final (SealUsage), and the executions whose
 // pinned connection settings were approved under it (IdentityUsage): retire-key refuses
 // a key while any of the three is not zero, and this says which and how many.
-func secretsStatus(ctx context.Context, stdout io.Writer, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf executions.SealKey, path string, reg *registry.Service, ts *tools.Service) error {
+func secretsStatus(ctx context.Context, stdout io.Writer, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf executions.SealKey, rings []*secrets.Keyring, reg *registry.Service, ts *tools.Service) error {
 	u, err := keyUsage(ctx, pool)
 	if err != nil {
 		return err
@@ -252,11 +251,7 @@ func secretsStatus(ctx context.Context, stdout io.Writer, pool *pgxpool.Pool, ke
 	if err != nil {
 		return err
 	}
-	idKeyOf, err := identityKeyOf(path, pool, reg, ts)
-	if err != nil {
-		return err
-	}
-	pinned, err := executions.IdentityUsage(ctx, pool, idKeyOf)
+	pinned, err := executions.IdentityUsage(ctx, pool, identityKeyOf(rings, pool, reg, ts))
 	if err != nil {
 		return err
 	}
@@ -275,14 +270,10 @@ func secretsStatus(ctx context.Context, stdout io.Writer, pool *pgxpool.Pool, ke
 	return nil
 }
 
-// identityKeyOf is the executions.IdentityKey of the key file at path: the key under
-// which a step's pinned identity is its tool's server's connection identity now, read
-// from the database (reg, ts) and tried with each key of the file alone.
-func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *tools.Service) (executions.IdentityKey, error) {
-	rings, err := fileKeyrings(path)
-	if err != nil {
-		return nil, err
-	}
+// identityKeyOf is the executions.IdentityKey of the key file (rings, fileKeyrings): the
+// key under which a step's pinned identity is its tool's server's connection identity
+// now, read from the database (reg, ts) and tried with each key of the file alone.
+func identityKeyOf(rings []*secrets.Keyring, pool *pgxpool.Pool, reg *registry.Service, ts *tools.Service) executions.IdentityKey {
 	// A registry per key: IdentityMatches verifies under its own keyring only.
 	alone := make([]*registry.Service, len(rings))
 	ids := make([]string, len(rings))
@@ -293,7 +284,8 @@ func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *t
 		c  registry.Connection
 		ok bool
 	}
-	seen := map[string]conn{} // by tool id: plans share their servers
+	// Read once each: plans share their tools, and tools their servers.
+	seen, servers := map[string]conn{}, map[string]conn{}
 	return func(ctx context.Context, toolID, identity string) (string, error) {
 		c, done := seen[toolID]
 		if !done {
@@ -303,15 +295,19 @@ func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *t
 			case err != nil:
 				return "", err
 			default:
-				cfg, err := reg.Connection(ctx, t.ServerID)
-				switch {
-				// Gone, or holding a value under a lost key: its steps are refused whatever
-				// the file holds.
-				case errors.Is(err, registry.ErrNotFound), errors.Is(err, secrets.ErrUnknownKey):
-				case err != nil:
-					return "", fmt.Errorf("read the connection settings of server %s: %w", t.Server, err)
-				default:
-					c = conn{c: cfg, ok: true}
+				var read bool
+				if c, read = servers[t.ServerID]; !read {
+					cfg, err := reg.Connection(ctx, t.ServerID)
+					switch {
+					// Gone, or holding a value under a lost key: its steps are refused
+					// whatever the file holds.
+					case errors.Is(err, registry.ErrNotFound), errors.Is(err, secrets.ErrUnknownKey):
+					case err != nil:
+						return "", fmt.Errorf("read the connection settings of server %s: %w", t.Server, err)
+					default:
+						c = conn{c: cfg, ok: true}
+					}
+					servers[t.ServerID] = c
 				}
 			}
 			seen[toolID] = c
@@ -325,7 +321,7 @@ func identityKeyOf(path string, pool *pgxpool.Pool, reg *registry.Service, ts *t
 			}
 		}
 		return "", nil
-	}, nil
+	}
 }
 
 // keyTakeUp is how long after a change of the key file every running server has looked
