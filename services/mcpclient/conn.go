@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/sony/gobreaker/v2"
 
@@ -339,9 +338,7 @@ func (c *conn) run() {
 	ctx := c.ctx
 	defer close(c.done)
 	defer c.cancel()
-	bo := &backoff.ExponentialBackOff{InitialInterval: c.m.opts.BackoffInitial, RandomizationFactor: 0.5,
-		Multiplier: 2, MaxInterval: c.m.opts.BackoffMax}
-	bo.Reset()
+	bo := c.m.newBackoff()
 	for ctx.Err() == nil {
 		if c.breaker.State() == gobreaker.StateOpen {
 			wait := c.m.opts.BreakerCooldown

@@ -343,8 +343,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	// A reconcile that fails (the database briefly unreachable) is tried again with
 	// backoff until one succeeds: the changes it stands for (servers disabled or deleted
 	// while no event reached this manager) come by no other way.
-	bo := &backoff.ExponentialBackOff{InitialInterval: m.opts.BackoffInitial, RandomizationFactor: 0.5,
-		Multiplier: 2, MaxInterval: m.opts.BackoffMax}
+	bo := m.newBackoff()
 	var retry <-chan time.Time
 	reconcile := func() {
 		err := m.reconcileAll(ctx)
@@ -357,7 +356,6 @@ func (m *Manager) Run(ctx context.Context) error {
 		m.log.Error("mcpclient: bring the sessions in line with the registry; trying again", "err", err, "retry_in", wait)
 		retry = time.After(wait)
 	}
-	bo.Reset()
 	reconcile()
 	var evs <-chan events.Event
 	if sub != nil {
@@ -628,6 +626,15 @@ func (m *Manager) stopAll() {
 	}
 	wg.Wait()
 	m.endRun()
+}
+
+// newBackoff is the backoff of a retry of the manager's (a connection, a reconcile):
+// Options.BackoffInitial doubling, jittered, up to Options.BackoffMax, reset.
+func (m *Manager) newBackoff() *backoff.ExponentialBackOff {
+	bo := &backoff.ExponentialBackOff{InitialInterval: m.opts.BackoffInitial, RandomizationFactor: 0.5,
+		Multiplier: 2, MaxInterval: m.opts.BackoffMax}
+	bo.Reset()
+	return bo
 }
 
 // Reconnect closes the session of server id and opens a new one at once (backoff and an
