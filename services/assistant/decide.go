@@ -244,7 +244,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		return d
 	}
 	if listed {
-		ids = fromShown(&op, ids, st)
+		ids = fromShown(&op, ids, st.Seen)
 	}
 	op.IDs = ids
 	if op.Ask == "" && !readOnly(op.Intent) && op.Intent != IntentTestTool && len(u.Described) > 0 && !listed &&
@@ -371,18 +371,18 @@ func seenOf(cat *Catalogue, ids []string) map[string]string {
 }
 
 // fromShown marks op as acting on entries of the list the conversation showed, with the
-// definition hash each had then (State.Seen). An enable takes only the tools the list
-// showed: "all of them" of a list of 300 showed 25, and the rest were never seen. A
+// definition hash each had then (seen, State.Seen). An enable takes only the tools the
+// list showed: "all of them" of a list of 300 showed 25, and the rest were never seen. A
 // state saved before lists kept their hashes has none, and is taken as it is.
-func fromShown(op *Op, ids []string, st State) []string {
+func fromShown(op *Op, ids []string, seen map[string]string) []string {
 	op.Listed = true
-	if st.Seen == nil {
+	if seen == nil {
 		return ids
 	}
 	op.Seen = map[string]string{}
 	var shown []string
 	for _, id := range ids {
-		if h, ok := st.Seen[id]; ok {
+		if h, ok := seen[id]; ok {
 			op.Seen[id] = h
 			shown = append(shown, id)
 		}
@@ -398,7 +398,7 @@ func fromShown(op *Op, ids []string, st State) []string {
 // and a yes: every change but a test (running its saved cases is how "is X working?" is
 // answered; medium and high cases ask on their own) and a set-up (which asks anyway).
 func asksFirst(in Intent) bool {
-	return !readOnly(in) && in != IntentTestTool && in != IntentSetup && in != IntentYes && in != IntentPick
+	return !readOnly(in) && in != IntentTestTool && in != IntentSetup && in != IntentYes
 }
 
 // redacted is s with what looks like a secret masked, for a reply that quotes it.
@@ -433,7 +433,7 @@ func except(d Decision, op Op, u Understanding, ids []string, listed bool, st St
 		return d
 	}
 	if listed {
-		ids = fromShown(&op, ids, st)
+		ids = fromShown(&op, ids, st.Seen)
 	}
 	kept := without(ids, u.Except)
 	if len(kept) == 0 {
@@ -1093,7 +1093,7 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		op := &Op{Intent: IntentEnableTool, Kind: "tool", Sentence: f.Said}
 		// The tools as the set-up listed them: "all of them" is the ones it showed, each
 		// enabled only if its definition is still the one shown.
-		op.IDs = fromShown(op, ids, State{Seen: f.Seen})
+		op.IDs = fromShown(op, ids, f.Seen)
 		d.Do = op
 		return d
 	}

@@ -986,8 +986,13 @@ func (c *Catalogue) wordsOf(i int) map[string]bool {
 
 // toolWords are the stemmed words a tool is known by.
 func toolWords(tl Tool) map[string]bool {
+	return stems(tl.Name, tl.Title, tl.Description, tl.Category, strings.Join(tl.Tags, " "))
+}
+
+// stems are the stemmed words of texts.
+func stems(texts ...string) map[string]bool {
 	out := map[string]bool{}
-	for _, s := range []string{tl.Name, tl.Title, tl.Description, tl.Category, strings.Join(tl.Tags, " ")} {
+	for _, s := range texts {
 		for _, w := range words(s) {
 			out[stem(w)] = true
 		}
@@ -1266,6 +1271,7 @@ func matchToolsBy(cat *Catalogue, ref, on string) (ids, described []string) {
 	r := norm(ref)
 	rw := contentWords(" " + r + " ")
 	var exact, near, rel, bySrv []string
+	inSrv := map[string]bool{} // bySrv's ids
 	nm := cat.namesOf()
 	srvWords := map[string][]string{} // a server's words, once per server
 	for i, tl := range cat.Tools {
@@ -1280,6 +1286,7 @@ func matchToolsBy(cat *Catalogue, ref, on string) (ids, described []string) {
 			}
 			if containsAll(sw, rw) {
 				bySrv = append(bySrv, tl.ID)
+				inSrv[tl.ID] = true
 			}
 		}
 		n := nm.tool[i]
@@ -1311,7 +1318,7 @@ func matchToolsBy(cat *Catalogue, ref, on string) (ids, described []string) {
 		// them all, or its server is trusted (its annotations set its risk already).
 		for _, id := range ids {
 			i := nm.at[id]
-			if nm.tool[i] == r || nm.full[i] == r || slices.Contains(bySrv, id) || cat.Tools[i].ServerTrusted {
+			if nm.tool[i] == r || nm.full[i] == r || inSrv[id] || cat.Tools[i].ServerTrusted {
 				continue
 			}
 			if !trustedHasAll(trustedWords(cat.Tools[i]), rw) || len(rw) == 0 {
@@ -1348,13 +1355,7 @@ func trustedHasAll(hay map[string]bool, need []string) bool {
 // trustedWords are the stemmed words of a tool that are not its upstream server's prose:
 // its name, its server's name, its category and tags (set by an administrator).
 func trustedWords(tl Tool) map[string]bool {
-	out := map[string]bool{}
-	for _, s := range []string{tl.Name, tl.Server, tl.Category, strings.Join(tl.Tags, " ")} {
-		for _, w := range words(s) {
-			out[stem(w)] = true
-		}
-	}
-	return out
+	return stems(tl.Name, tl.Server, tl.Category, strings.Join(tl.Tags, " "))
 }
 
 // toolLookups counts the catalogue entries visited to find tools by id, for tests: a
@@ -1480,7 +1481,11 @@ func splitExcept(msg string) (main, except string, ok bool) {
 	}
 	main, except = strings.TrimSpace(msg[:loc[0]]), strings.TrimSpace(msg[loc[2]:])
 	main = strings.TrimRight(main, " ,;(")
-	if len(contentWordsOf(main)) == 0 && !verbOf(main) && !allRE.MatchString(newMessage(main).text) ||
+	// A main clause that says nothing (no name, no verb, not "all"), or an exception that
+	// is empty or another sentence, is no exception.
+	mm := newMessage(main)
+	in, _ := intentOf(mm)
+	if len(contentWords(mm.text)) == 0 && in == IntentUnknown && !allRE.MatchString(mm.text) ||
 		strings.Trim(except, " .!?") == "" || thatRE.MatchString(except) {
 		return "", "", false // "besides, …": nothing is left out of anything
 	}
@@ -1489,14 +1494,6 @@ func splitExcept(msg string) (main, except string, ok bool) {
 
 // thatRE is "besides that, …", "other than this…": no exception, another sentence.
 var thatRE = regexp.MustCompile(`(?i)^(?:that|this|which|it)\b`)
-
-// contentWordsOf and verbOf tell whether a clause says anything: a verb or a name.
-func contentWordsOf(s string) []string { return contentWords(newMessage(s).text) }
-
-func verbOf(s string) bool {
-	in, _ := intentOf(newMessage(s))
-	return in != IntentUnknown
-}
 
 // exceptOf is every server and tool the clause names: each of its parts ("delete_file
 // and move_file", "the ones on ev2") by exact name first, else as a reference is. It
