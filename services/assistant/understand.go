@@ -944,10 +944,10 @@ func related(cat *Catalogue, q string) []string {
 // words as exact names, and normalising 10,000 tool names for each word made one long
 // message cost seconds.
 type names struct {
-	tool, title, full []string         // by index in Tools: name, title, "server name"
-	exactTool         map[string][]int // a tool's name or title → its indexes
-	exactServer       map[string]bool  // a server's name
-	at                map[string]int   // a tool's id → its index
+	tool, title, full []string            // by index in Tools: name, title, "server name"
+	exactTool         map[string][]int    // a tool's name or title → its indexes
+	exactServer       map[string][]string // a server's name → the servers of that name
+	at                map[string]int      // a tool's id → its index
 }
 
 func (c *Catalogue) namesOf() *names {
@@ -955,7 +955,7 @@ func (c *Catalogue) namesOf() *names {
 		return c.names
 	}
 	n := &names{tool: make([]string, len(c.Tools)), title: make([]string, len(c.Tools)), full: make([]string, len(c.Tools)),
-		exactTool: map[string][]int{}, exactServer: map[string]bool{}, at: make(map[string]int, len(c.Tools))}
+		exactTool: map[string][]int{}, exactServer: map[string][]string{}, at: make(map[string]int, len(c.Tools))}
 	for i, tl := range c.Tools {
 		n.at[tl.ID] = i
 		n.tool[i], n.full[i] = norm(tl.Name), norm(tl.Server+" "+tl.Name)
@@ -968,7 +968,7 @@ func (c *Catalogue) namesOf() *names {
 		}
 	}
 	for _, s := range c.Servers {
-		n.exactServer[norm(s.Name)] = true
+		n.exactServer[norm(s.Name)] = append(n.exactServer[norm(s.Name)], s.ID)
 	}
 	c.names = n
 	return n
@@ -1229,9 +1229,10 @@ func toolIntent(in Intent) bool {
 // norm is a name as words joined by single spaces ("Get_Forecast" → "get forecast").
 func norm(s string) string { return strings.Join(words(s), " ") }
 
-func exactServer(cat *Catalogue, ref string) bool {
-	return cat.namesOf().exactServer[norm(ref)]
-}
+func exactServer(cat *Catalogue, ref string) bool { return len(exactServers(cat, ref)) > 0 }
+
+// exactServers are the servers named ref, as exactServer reads names.
+func exactServers(cat *Catalogue, ref string) []string { return cat.namesOf().exactServer[norm(ref)] }
 
 func exactTool(cat *Catalogue, ref, on string) bool {
 	for _, i := range cat.namesOf().exactTool[norm(ref)] {
@@ -1527,8 +1528,12 @@ func exceptOf(clause string, cat *Catalogue) []string {
 					found = append(found, cat.Tools[i].ID)
 				}
 			}
-			if on == "" && exactServer(cat, w) {
-				found = append(found, serverTools(cat, serverByName(cat, w))...)
+			if on == "" {
+				// As exactServer matched the name: serverByName reads names otherwise
+				// ("ev_2" is not "ev-2" to it), and found no server.
+				for _, id := range exactServers(cat, w) {
+					found = append(found, serverTools(cat, id)...)
+				}
 			}
 		}
 		if len(found) == 0 {
