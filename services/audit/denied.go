@@ -85,7 +85,14 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 	// come back on one, so a count kept per address would mostly go unreported.
 	lim := NewLimiter(LimitOptions{PerKey: o.PerActor, Total: o.Total, Pooled: true, MaxKeys: o.maxKeys,
 		What: "refused requests", Logger: o.Logger, Now: o.now})
-	d.pooled = NewPooledLimiter(lim, PooledOptions{Quiet: o.quiet, WritePooled: d.recordPooled, WriteForgotten: d.recordForgotten})
+	d.pooled = NewPooledLimiter(lim, PooledOptions{Quiet: o.quiet,
+		// Refusals of callers not signed in that no entry let through has counted (a
+		// flood that stopped, a shutdown).
+		WritePooled: d.recordCount("refused requests of callers not signed in held back by the rate " +
+			"limit, and counted by no later refusal of theirs: none was recorded since"),
+		// Refusals held back whose callers the limit forgot (Limiter.Forgotten).
+		WriteForgotten: d.recordCount("refused requests held back by the rate limit, of callers it no longer " +
+			"remembers: the limit keeps so many callers, then starts over")})
 	return d
 }
 
@@ -260,14 +267,6 @@ func (l *Limiter) takePooled(since *uint64) int {
 	return n
 }
 
-// unpool gives back n pooled entries whose entry could not be written: the next entry
-// let through, or the next flush, counts them.
-func (l *Limiter) unpool(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.held += n
-}
-
 // giveBack gives back n held-back entries that Take(key, shared) returned for an entry
 // that could not be written: to the pool (Pooled, shared), else to key, or when the
 // memory forgot key since, to the forgotten count. It reports whether they went where
@@ -336,22 +335,14 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	return errors.Join(ferr, err)
 }
 
-// recordForgotten writes one entry for n refusals the limit held back whose callers it
-// forgot (Limiter.Forgotten): the system's, its withheld_before counting them, so that
-// every refusal is still an entry or counted by one.
-func (d *Denials) recordForgotten(ctx context.Context, n int) error {
-	return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
-		Payload: map[string]any{"withheld_before": n, "reason": "refused requests held back by the rate limit, of callers it no longer " +
-			"remembers: the limit keeps so many callers, then starts over"}, Result: ResultDenied})
-}
-
-// recordPooled writes one entry for n refusals of callers not signed in that the limit
-// held back and no entry let through has counted (a flood that stopped, a shutdown): the
-// system's, its withheld_before counting them, as recordForgotten's.
-func (d *Denials) recordPooled(ctx context.Context, n int) error {
-	return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
-		Payload: map[string]any{"withheld_before": n, "reason": "refused requests of callers not signed in held back by the rate " +
-			"limit, and counted by no later refusal of theirs: none was recorded since"}, Result: ResultDenied})
+// recordCount is a writer of one entry of the system's counting, in withheld_before, n
+// refusals the limit held back that no entry counts otherwise, saying why (reason): so
+// that every refusal is still an entry or counted by one.
+func (d *Denials) recordCount(reason string) func(ctx context.Context, n int) error {
+	return func(ctx context.Context, n int) error {
+		return AppendAlone(ctx, d.begin, Entry{Actor: System, Action: "request.denied", TargetType: "route",
+			Payload: map[string]any{"withheld_before": n, "reason": reason}, Result: ResultDenied})
+	}
 }
 
 // Close stops the quiet timer and writes what the limit holds back that no entry has

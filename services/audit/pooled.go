@@ -112,7 +112,7 @@ func (p *PooledLimiter) flush(ctx context.Context, since *uint64) error {
 	var errs error
 	if n := p.lim.takePooled(since); n > 0 {
 		if err := p.o.WritePooled(ctx, n); err != nil {
-			p.lim.unpool(n)
+			p.lim.giveBack("", true, n)
 			errs = err
 		}
 	}
