@@ -107,20 +107,11 @@ func TestPrunePlanSaysWhatGoesWithTheServer(t *testing.T) {
 func TestPrunePlanRefusesWhatApplyWouldRefuse(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	users := map[string]string{}
-	for name, role := range map[string]string{"boss": "admin", "mgr": "tool_manager", "bob": "tool_user"} {
-		var id string
-		if err := f.pool.QueryRow(f.ctx, `INSERT INTO users (username, role, password_hash) VALUES ($1, $2, 'x') RETURNING id::text`,
-			name, role).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		users[name] = id
-	}
-	as := func(kind, name string) audit.Actor { return audit.Actor{Kind: kind, ID: users[name], Name: name} }
+	as := f.roleActors()
 	f.create(stdioSpec("a"))
 	gone := f.create(stdioSpec("gone"))
 	f.discover(gone.ID, discovery("connect", threeTools()...))
-	f.exec(`INSERT INTO user_tool_permissions (user_id, tool_id, can_use) VALUES ($1, $2, false)`, users["bob"], f.toolsByName(gone.ID)["echo"].ID)
+	f.exec(`INSERT INTO user_tool_permissions (user_id, tool_id, can_use) VALUES ($1, $2, false)`, as("", "bob").ID, f.toolsByName(gone.ID)["echo"].ID)
 
 	for _, tc := range []struct {
 		who   string

@@ -10,6 +10,22 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
+// roleActors adds the users boss (admin), mgr (tool manager) and bob (tool user), and
+// returns the actor of kind named name.
+func (f *fixture) roleActors() func(kind, name string) audit.Actor {
+	f.t.Helper()
+	users := map[string]string{} // username → id
+	for name, role := range map[string]string{"boss": "admin", "mgr": "tool_manager", "bob": "tool_user"} {
+		var id string
+		if err := f.pool.QueryRow(f.ctx, `INSERT INTO users (username, role, password_hash) VALUES ($1, $2, 'x') RETURNING id::text`,
+			name, role).Scan(&id); err != nil {
+			f.t.Fatal(err)
+		}
+		users[name] = id
+	}
+	return func(kind, name string) audit.Actor { return audit.Actor{Kind: kind, ID: users[name], Name: name} }
+}
+
 // Deleting a server, directly or by an import that prunes it, removes its tools'
 // per-user rules with them. A refusal among them is removed only by an actor who may
 // set the rules (users.manage, signed in, or the system); whoever deletes, each removed
@@ -17,23 +33,14 @@ import (
 func TestDeleteServerUserRules(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	users := map[string]string{} // username → id
-	for name, role := range map[string]string{"boss": "admin", "mgr": "tool_manager", "bob": "tool_user"} {
-		var id string
-		if err := f.pool.QueryRow(f.ctx, `INSERT INTO users (username, role, password_hash) VALUES ($1, $2, 'x') RETURNING id::text`,
-			name, role).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		users[name] = id
-	}
-	as := func(kind, name string) audit.Actor { return audit.Actor{Kind: kind, ID: users[name], Name: name} }
+	as := f.roleActors()
 	f.create(stdioSpec("keep"))
 	granted, gone := f.create(stdioSpec("granted")), f.create(stdioSpec("gone"))
 	f.discover(granted.ID, discovery("connect", threeTools()...))
 	f.discover(gone.ID, discovery("connect", threeTools()...))
 	gt, tl := f.toolsByName(granted.ID), f.toolsByName(gone.ID)
 	f.exec(`INSERT INTO user_tool_permissions (user_id, tool_id, can_use) VALUES ($1, $2, true), ($3, $4, false), ($1, $5, true)`,
-		users["bob"], gt["echo"].ID, users["bob"], tl["echo"].ID, tl["add"].ID)
+		as("", "bob").ID, gt["echo"].ID, as("", "bob").ID, tl["echo"].ID, tl["add"].ID)
 	rules := func() int { return f.count(`SELECT count(*) FROM user_tool_permissions`) }
 
 	// Grants only: taking them away widens nobody's access, so a tool manager may.
