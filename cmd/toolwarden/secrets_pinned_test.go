@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -63,11 +62,7 @@ func TestSecretsRetireWaitsForPinnedPlans(t *testing.T) {
 		}
 		waitStatus(t, a, id, executions.Success)
 	}
-	cli := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(ctx, append(args, "--database-url", a.DBURL, "--data-dir", dir), nil, &out, &errb)
-		return out.String() + errb.String(), err
-	}
+	cli := cliOn(a.DBURL, dir)
 
 	before := plan("before")
 	if out, err := cli("secrets", "rotate"); err != nil || !strings.Contains(out, "sealed the approvals of 1 executions again") {

@@ -72,11 +72,7 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 		return sv
 	}
 	s1, s2 := mk("one"), mk("two")
-	cli := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
-		return out.String() + errb.String(), err
-	}
+	cli := cliOn(url, dir)
 	settleKeyFile(t)
 	if _, err := cli("secrets", "retire-key", old.ID); err == nil {
 		t.Fatal("retiring the only (primary) key succeeded")
@@ -267,11 +263,7 @@ func TestSecretsRotateReseals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cli := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(ctx, append(args, "--database-url", a.DBURL, "--data-dir", dir), nil, &out, &errb)
-		return out.String() + errb.String(), err
-	}
+	cli := cliOn(a.DBURL, dir)
 
 	// A key added without sealing again (a rotation before seals were): the old key
 	// still makes the only seal of the failed execution, so it is not retired.
@@ -332,11 +324,7 @@ func TestSecretsRetireAuditFails(t *testing.T) {
 	url := dbtest.NewURL(t)
 	path := filepath.Join(dir, "secret.key")
 	old := writeKeyFile(t, path)
-	cli := func(args ...string) (string, error) {
-		var out, errb bytes.Buffer
-		err := run(ctx, append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
-		return out.String() + errb.String(), err
-	}
+	cli := cliOn(url, dir)
 	if out, err := cli("secrets", "rotate"); err != nil {
 		t.Fatalf("rotate: %v %s", err, out)
 	}
@@ -377,4 +365,14 @@ func takeUp(t *testing.T, d time.Duration) {
 	was := keyTakeUp
 	keyTakeUp = d
 	t.Cleanup(func() { keyTakeUp = was })
+}
+
+// cliOn runs toolwarden's commands on the database at url with data dir dir, returning
+// what they printed (standard output, then error) and their error.
+func cliOn(url, dir string) func(args ...string) (string, error) {
+	return func(args ...string) (string, error) {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), append(args, "--database-url", url, "--data-dir", dir), nil, &out, &errb)
+		return out.String() + errb.String(), err
+	}
 }
