@@ -3,6 +3,7 @@ package confine_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 )
@@ -223,16 +225,24 @@ func asNobody(t *testing.T, prefix string) (uid, gid int, base, bin string) {
 // env, and returns what it wrote to its standard output (its report).
 func runAs(t *testing.T, bin string, uid, gid int, env ...string) []byte {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Dir = "/"
-	cmd.Env = append(cleanEnv(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
-		Pdeathsig: syscall.SIGKILL}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the unprivileged parent failed: %v\n%s", err, stderr.String())
+	for try := 0; ; try++ {
+		cmd := exec.Command(bin)
+		cmd.Dir = "/"
+		cmd.Env = append(cleanEnv(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)},
+			Pdeathsig: syscall.SIGKILL}
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		// The copy of the binary was just written: a child another test forked meanwhile
+		// may hold it open for writing until it execs (ETXTBSY), a moment only.
+		if errors.Is(err, syscall.ETXTBSY) && try < 50 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("the unprivileged parent failed: %v\n%s", err, stderr.String())
+		}
+		return out
 	}
-	return out
 }
