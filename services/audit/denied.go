@@ -54,14 +54,16 @@ type DenialOptions struct {
 // finding 9), rate-limited so that a flood of refusals cannot flood the append-only
 // log: what is held back is counted, and the next entry written for that actor (for
 // callers not signed in: for any of them, whatever their address) says how many were.
-// Refusals of callers not signed in that no such entry has counted after a quiet
-// interval, or at Close, are counted by an entry of the system's.
+// Refusals that no such entry has counted after a quiet interval, or at Close, are
+// counted by an entry of their own: the system's for callers not signed in, the
+// caller's for a signed-in one.
 type Denials struct {
 	pool  *pgxpool.Pool
 	begin db.TxBeginner // pool, or its Local
 	opts  DenialOptions
 	// pooled is the limit with its quiet flush: refusals pooled and forgotten callers'
-	// ones that no entry counted are written by entries of the system's.
+	// ones that no entry counted are written by entries of the system's, signed-in
+	// callers' by entries of theirs.
 	pooled *PooledLimiter
 }
 
@@ -92,7 +94,8 @@ func NewDenials(pool *pgxpool.Pool, opts *DenialOptions) *Denials {
 			"limit, and counted by no later refusal of theirs: none was recorded since"),
 		// Refusals held back whose callers the limit forgot (Limiter.Forgotten).
 		WriteForgotten: d.recordCount("refused requests held back by the rate limit, of callers it no longer " +
-			"remembers: the limit keeps so many callers, then starts over")})
+			"remembers: the limit keeps so many callers, then starts over"),
+		WriteHeld: d.recordHeld})
 	return d
 }
 
@@ -143,11 +146,25 @@ type Limiter struct {
 	// forgotten is what keys held back when the memory started over, until Forgotten
 	// takes it.
 	forgotten int
+	// keyHeld is what unshared keys hold back together (their withheld summed).
+	keyHeld int
+	// epoch is bumped by each arming of a quiet flush (armed): a key whose last entry
+	// held back is of an earlier epoch than the flush's was quiet for its interval.
+	epoch uint64
 }
 
 type limitKey struct {
 	lim      *rate.Limiter
 	withheld int
+	who      Actor  // the caller of the key's last entry held back
+	epoch    uint64 // the limiter's epoch then
+}
+
+// Held is what one key held back: n entries of who's, the last held back.
+type Held struct {
+	Key string
+	Who Actor
+	N   int
 }
 
 // NewLimiter returns a limiter; PerKey and Total must be positive.
@@ -172,6 +189,12 @@ const maxLimitKeys = 100_000
 // callers who are not signed in) are bounded by Total besides, so a flood from many
 // addresses cannot use up what signed-in actors' entries get.
 func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
+	return l.take(key, shared, Actor{})
+}
+
+// take is Take keeping who, the caller of an unshared entry it holds back, for the
+// entry that counts them should no later one of theirs (takeHeld).
+func (l *Limiter) take(key string, shared bool, who Actor) (ok bool, withheld int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.o.Now() // under the lock: the rate limiters see times in order
@@ -191,7 +214,7 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 				l.o.Logger.Warn("audit: "+l.o.What+" held back and not recorded one by one", "count", held)
 				l.forgotten += held
 			}
-			l.keys = map[string]*limitKey{}
+			l.keys, l.keyHeld = map[string]*limitKey{}, 0
 		}
 		k = &limitKey{lim: rate.NewLimiter(rate.Limit(float64(l.o.PerKey)/60), l.o.PerKey)}
 		l.keys[key] = k
@@ -208,6 +231,8 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 			l.o.Logger.Warn("audit: "+l.o.What+" of one caller are no longer each recorded (rate limit)", "actor", key)
 		}
 		k.withheld++
+		k.who, k.epoch = who, l.epoch
+		l.keyHeld++
 		return false, 0
 	}
 	if shared {
@@ -221,6 +246,7 @@ func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
 		return true, withheld
 	}
 	withheld, k.withheld = k.withheld, 0
+	l.keyHeld -= withheld
 	return true, withheld
 }
 
@@ -242,12 +268,41 @@ func (l *Limiter) unforget(n int) {
 	l.forgotten += n
 }
 
-// pending returns the pooled entries held back and not yet counted, the forgotten
-// ones, and how many times a pooled count was taken.
-func (l *Limiter) pending() (held, forgotten int, drains uint64) {
+// pending returns the entries held back and not yet counted: pooled, forgotten, and
+// of unshared keys.
+func (l *Limiter) pending() (held, forgotten, keyHeld int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.held, l.forgotten, l.drains
+	return l.held, l.forgotten, l.keyHeld
+}
+
+// armed starts an epoch for a quiet flush being armed, returning it and how many
+// times a pooled count was taken so far.
+func (l *Limiter) armed() (epoch, drains uint64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
+	return l.epoch, l.drains
+}
+
+// takeHeld returns, and clears, what unshared keys whose last entry held back is of an
+// epoch before `before` held back: a key held back in the flush's epoch is not quiet
+// yet (its next entry let through may count them).
+func (l *Limiter) takeHeld(before uint64) []Held {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Held
+	if l.keyHeld == 0 {
+		return nil
+	}
+	for key, k := range l.keys {
+		if k.withheld > 0 && k.epoch < before {
+			out = append(out, Held{Key: key, Who: k.who, N: k.withheld})
+			l.keyHeld -= k.withheld
+			k.withheld = 0
+		}
+	}
+	return out
 }
 
 // takePooled returns, and clears, the pooled count; with since, only if no count was
@@ -280,6 +335,7 @@ func (l *Limiter) giveBack(key string, shared bool, n int) (flushed bool) {
 	}
 	if k := l.keys[key]; k != nil {
 		k.withheld += n
+		l.keyHeld += n
 		return false
 	}
 	l.forgotten += n
@@ -294,7 +350,7 @@ func (d *Denials) Record(ctx context.Context, x Denial) error {
 	}
 	// A refusal of a caller not signed in that is pooled arms the quiet flush, should
 	// no entry let through count it.
-	ok, withheld := d.pooled.Take(key, x.Actor.ID == "")
+	ok, withheld := d.pooled.take(key, x.Actor.ID == "", x.Actor)
 	// A forgotten count whose entry fails is tried again by the next Record and, should
 	// none come, the quiet flush; this refusal's own entry still goes.
 	ferr := d.pooled.writeForgotten(ctx)
@@ -345,8 +401,26 @@ func (d *Denials) recordCount(reason string) func(ctx context.Context, n int) er
 	}
 }
 
+// recordHeld writes an entry per signed-in caller counting, in withheld_before, the
+// refusals of theirs the limit held back that no later refusal of theirs counted: under
+// their name, so that filtering the log by actor finds them.
+func (d *Denials) recordHeld(ctx context.Context, held []Held) error {
+	entries := make([]Entry, len(held))
+	for i, h := range held {
+		who := Actor{Kind: h.Who.Kind, ID: h.Who.ID, Name: h.Who.Name, TokenID: h.Who.TokenID, TokenName: h.Who.TokenName}
+		entries[i] = Entry{Actor: who, Action: "request.denied", TargetType: "route", Result: ResultDenied,
+			Payload: map[string]any{"withheld_before": h.N, "reason": "refused requests of this caller held back by the " +
+				"rate limit, and counted by no later refusal of theirs: none was recorded since"}}
+	}
+	return db.WithTx(ctx, d.begin, func(tx pgx.Tx) error {
+		_, err := AppendBatch(ctx, tx, entries)
+		return err
+	})
+}
+
 // Close stops the quiet timer and writes what the limit holds back that no entry has
-// counted yet (refusals of callers not signed in, those of forgotten callers), which
+// counted yet (refusals of callers not signed in, those of forgotten callers, and
+// signed-in callers' that no later refusal of theirs counted), which
 // would otherwise go with the process; the app calls it on shutdown, once no request
 // is served. It may be called more than once. A Record after it is still written, but
 // only an entry let through counts what it pools.

@@ -117,15 +117,16 @@ func TestDeniedForgottenCallersAreCounted(t *testing.T) {
 	}
 }
 
-// forgetfulDenials is a Denials whose limiter remembers 5 callers (quiet: its quiet
-// interval, 0 the default), after dave's 5 refusals (2 written, 3 held back) and those of
-// 4 callers not signed in: the next caller makes it start over, forgetting dave's 3.
-func forgetfulDenials(t *testing.T, quiet time.Duration) (*pgxpool.Pool, func(Actor) error) {
+// forgetfulDenials is a Denials whose limiter remembers 5 callers, after dave's 5
+// refusals (2 written, 3 held back) and those of 4 callers not signed in: the next
+// caller makes it start over, forgetting dave's 3. Its quiet interval is an hour, so that
+// its quiet flush, which would count dave's 3 as his, runs only when the test fires it.
+func forgetfulDenials(t *testing.T) (*pgxpool.Pool, *Denials, func(Actor) error) {
 	t.Helper()
 	ctx := context.Background()
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now, quiet: quiet})
+	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, Total: 1000, maxKeys: 5, now: clock.Now, quiet: time.Hour})
 	record := func(a Actor) error {
 		return d.Record(ctx, Denial{Actor: a, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users", Status: 403,
 			Code: "forbidden", Reason: "needs users.manage"})
@@ -141,7 +142,7 @@ func forgetfulDenials(t *testing.T, quiet time.Duration) (*pgxpool.Pool, func(Ac
 			t.Fatal(err)
 		}
 	}
-	return pool, record
+	return pool, d, record
 }
 
 // The entry that counts forgotten callers' refusals, when it cannot be written, is
@@ -150,7 +151,7 @@ func forgetfulDenials(t *testing.T, quiet time.Duration) (*pgxpool.Pool, func(Ac
 func TestDeniedForgottenCountKeptWhenItsEntryFails(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, record := forgetfulDenials(t, 0)
+	pool, _, record := forgetfulDenials(t)
 	// This one fills the memory: it starts over, and the system's entry fails.
 	unblock := blockEntries(t, pool, "NEW.actor_kind = 'system'")
 	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil {

@@ -177,14 +177,15 @@ func TestDeniedPooledCountRetriedWhenItsEntryFails(t *testing.T) {
 // quiet flush when no later Record comes.
 func TestDeniedForgottenCountRetriedWithoutARecord(t *testing.T) {
 	t.Parallel()
-	pool, record := forgetfulDenials(t, 50*time.Millisecond)
+	pool, d, record := forgetfulDenials(t)
 	unblock := blockEntries(t, pool, "NEW.actor_kind = 'system'")
 	if err := record(Actor{Kind: ActorAnonymous, IP: "192.0.2.20"}); err == nil { // the memory starts over
 		t.Fatal("a Record whose forgotten callers' entry failed said nothing")
 	}
-	time.Sleep(200 * time.Millisecond) // the quiet flush fails too, a few times
+	fireQuiet(t, d.pooled) // fails too
 	unblock()
-	if !waitFor(t, 10*time.Second, func() bool { n, _ := systemDenied(t, pool); return n > 0 }) {
+	fireQuiet(t, d.pooled)
+	if n, _ := systemDenied(t, pool); n == 0 {
 		t.Fatal("the forgotten callers' count, its entry failed, was not written without a later Record")
 	}
 	if n, withheld := systemDenied(t, pool); n != 1 || withheld != 3 {
@@ -200,17 +201,7 @@ func TestDeniedQuietFlushWaitsWhileRefusalsAreCounted(t *testing.T) {
 	pool := dbtest.New(t)
 	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	d := newTestDenials(t, pool, &DenialOptions{now: clock.Now, quiet: time.Hour}) // the test fires it
-	fire := func() {
-		t.Helper()
-		d.pooled.mu.Lock()
-		if d.pooled.timer == nil {
-			d.pooled.mu.Unlock()
-			t.Fatal("the quiet timer is not armed with refusals pooled")
-		}
-		d.pooled.timer.Stop()
-		d.pooled.mu.Unlock()
-		d.pooled.flushQuiet()
-	}
+	fire := func() { t.Helper(); fireQuiet(t, d.pooled) }
 	floodAnonymous(t, d, 0, 700) // 600 written, 100 pooled: the timer is armed
 	clock.Add(time.Second)       // 10 more may be written
 	floodAnonymous(t, d, 700, 15)
@@ -224,5 +215,119 @@ func TestDeniedQuietFlushWaitsWhileRefusalsAreCounted(t *testing.T) {
 	}
 	if entries, withheld := deniedTotals(t, pool, ""); entries != 611 || withheld != 105 {
 		t.Fatalf("715 refusals: %d entries counting %d held back, want 611 (610 and the system's) counting 105", entries, withheld)
+	}
+}
+
+// fireQuiet fires p's quiet timer now, failing the test if it is not armed.
+func fireQuiet(t *testing.T, p *PooledLimiter) {
+	t.Helper()
+	p.mu.Lock()
+	if p.timer == nil {
+		p.mu.Unlock()
+		t.Fatal("the quiet timer is not armed with entries held back")
+	}
+	p.timer.Stop()
+	p.mu.Unlock()
+	p.flushQuiet()
+}
+
+// userDenied is the request.denied entries of actor id and the refusals they count.
+func userDenied(t *testing.T, pool *pgxpool.Pool, id string) (entries, withheld int) {
+	t.Helper()
+	if err := pool.QueryRow(context.Background(), `SELECT count(*), coalesce(sum((payload->>'withheld_before')::int), 0)
+		FROM audit_log WHERE action = 'request.denied' AND actor_id = $1`, id).Scan(&entries, &withheld); err != nil {
+		t.Fatal(err)
+	}
+	return entries, withheld
+}
+
+// A signed-in caller's refusals held back, when no later refusal of theirs comes to
+// count them, are counted by an entry under their name after the quiet interval, once;
+// while their refusals keep coming, none is written.
+func TestDeniedSignedInCountWrittenWhenTheyStop(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := newTestDenials(t, pool, &DenialOptions{PerActor: 2, now: clock.Now, quiet: time.Hour}) // the test fires it
+	dave := Actor{Kind: ActorToken, ID: "00000000-0000-0000-0000-00000000000d", Name: "dave", IP: "192.0.2.1",
+		TokenID: "00000000-0000-0000-0000-0000000000e1", TokenName: "ci", RequestID: "req-1"}
+	refuse := func(n int) {
+		t.Helper()
+		for range n {
+			if err := d.Record(ctx, Denial{Actor: dave, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users",
+				Status: 403, Code: "forbidden", Reason: "needs users.manage"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	refuse(5) // 2 written, 3 held back: the timer is armed
+	fireQuiet(t, d.pooled)
+	// The last two were held back after the timer was armed: dave may still be going.
+	if n, withheld := userDenied(t, pool, dave.ID); n != 2 || withheld != 0 {
+		t.Fatalf("dave's refusals held back in the quiet interval: %d entries counting %d, want 2 counting none", n, withheld)
+	}
+	refuse(1) // still going: held back
+	fireQuiet(t, d.pooled)
+	if n, _ := userDenied(t, pool, dave.ID); n != 2 {
+		t.Fatalf("%d entries of dave's while his refusals kept coming, want 2", n)
+	}
+	fireQuiet(t, d.pooled) // a whole interval with none of his
+	if n, withheld := userDenied(t, pool, dave.ID); n != 3 || withheld != 4 {
+		t.Fatalf("after a quiet interval: %d entries of dave's counting %d, want 3 counting the 4 held back", n, withheld)
+	}
+	var kind, name, token, ip, reqID string
+	if err := pool.QueryRow(ctx, `SELECT actor_kind, actor_name, payload->>'token_name', coalesce(ip::text, ''), coalesce(request_id, '')
+		FROM audit_log WHERE action = 'request.denied' AND actor_id = $1 AND payload->>'withheld_before' IS NOT NULL`, dave.ID).
+		Scan(&kind, &name, &token, &ip, &reqID); err != nil {
+		t.Fatal(err)
+	}
+	if kind != ActorToken || name != "dave" || token != "ci" || ip != "" || reqID != "" {
+		t.Errorf("the count's entry: actor %s %q token %q, ip %q, request %q; want dave's token ci, no address or request of one refusal's",
+			kind, name, token, ip, reqID)
+	}
+	if n, _ := systemDenied(t, pool); n != 0 {
+		t.Errorf("%d system entries, want none: dave's count is his", n)
+	}
+	d.pooled.mu.Lock()
+	armed := d.pooled.timer != nil
+	d.pooled.mu.Unlock()
+	if armed {
+		t.Error("the quiet timer is still armed with nothing held back")
+	}
+	clock.Add(time.Minute)
+	refuse(1)
+	if n, withheld := userDenied(t, pool, dave.ID); n != 4 || withheld != 4 {
+		t.Fatalf("dave's next refusal: %d entries counting %d, want 4 counting 4 (none counted twice)", n, withheld)
+	}
+}
+
+// On shutdown, a signed-in caller's refusals held back are written at once, and when
+// that entry fails, the quiet flush writes it later with the count kept.
+func TestDeniedSignedInCountWrittenOnCloseAndRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := dbtest.New(t)
+	clock := &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	d := NewDenials(pool, &DenialOptions{PerActor: 2, now: clock.Now, quiet: time.Hour})
+	dave := Actor{Kind: ActorUser, ID: "00000000-0000-0000-0000-00000000000d", Name: "dave"}
+	for range 5 {
+		if err := d.Record(ctx, Denial{Actor: dave, Method: "GET", Route: "/api/v1/users", Path: "/api/v1/users",
+			Status: 403, Code: "forbidden", Reason: "needs users.manage"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unblock := blockEntries(t, pool, "NEW.payload->>'withheld_before' IS NOT NULL")
+	fireQuiet(t, d.pooled) // armed before the last two: not quiet yet
+	fireQuiet(t, d.pooled) // quiet: written, and it fails
+	if n, _ := userDenied(t, pool, dave.ID); n != 2 {
+		t.Fatalf("%d entries of dave's with the count's entry failing, want 2", n)
+	}
+	unblock()
+	if err := d.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, withheld := userDenied(t, pool, dave.ID); n != 3 || withheld != 3 {
+		t.Fatalf("after Close: %d entries of dave's counting %d, want 3 counting the 3 held back", n, withheld)
 	}
 }

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"time"
 )
@@ -21,12 +22,17 @@ type PooledOptions struct {
 	// WriteForgotten appends one entry counting n entries that keys the limiter forgot
 	// had held back (Limiter.Forgotten); nil when no key holds any (every key shared).
 	WriteForgotten func(ctx context.Context, n int) error
+	// WriteHeld appends, in one transaction, an entry per unshared key counting what it
+	// held back, when no later entry of that key's did (a caller who stopped, a
+	// shutdown); nil when every key is shared.
+	WriteHeld func(ctx context.Context, held []Held) error
 }
 
-// PooledLimiter is a Pooled Limiter whose pooled count is not left to the next entry let
-// through alone: after a quiet interval in which no entry took it, or at Close, an entry
-// of its own (WritePooled) counts it, so a flood that stops, or a process that stops,
-// loses no count. A count whose entry fails is given back and tried again.
+// PooledLimiter is a Pooled Limiter whose counts are not left to the next entry let
+// through alone: after a quiet interval in which no entry took one, or at Close, an
+// entry of its own counts it (the pooled count, the forgotten one, each unshared key's),
+// so a flood that stops, or a process that stops, loses no count. A count whose entry
+// fails is given back and tried again.
 type PooledLimiter struct {
 	lim *Limiter
 	o   PooledOptions
@@ -35,6 +41,7 @@ type PooledLimiter struct {
 	mu      sync.Mutex  // guards timer, seen and closed
 	timer   *time.Timer // the quiet timer, nil when not armed
 	seen    uint64      // the limiter's drains when the timer was armed
+	epoch   uint64      // the limiter's epoch the timer was armed in
 	closed  bool
 }
 
@@ -50,8 +57,14 @@ func NewPooledLimiter(lim *Limiter, o PooledOptions) *PooledLimiter {
 // entry let through count it, the quiet flush does. A withheld count it returns whose
 // entry is then not written must be given back (GiveBack).
 func (p *PooledLimiter) Take(key string, shared bool) (ok bool, withheld int) {
-	ok, withheld = p.lim.Take(key, shared)
-	if !ok && shared && p.lim.o.Pooled {
+	return p.take(key, shared, Actor{})
+}
+
+// take is Take keeping who for WriteHeld; an unshared entry it holds back arms the
+// quiet timer too when WriteHeld is set.
+func (p *PooledLimiter) take(key string, shared bool, who Actor) (ok bool, withheld int) {
+	ok, withheld = p.lim.take(key, shared, who)
+	if !ok && (shared || p.o.WriteHeld != nil) {
 		p.Arm()
 	}
 	return ok, withheld
@@ -59,12 +72,12 @@ func (p *PooledLimiter) Take(key string, shared bool) (ok bool, withheld int) {
 
 // GiveBack gives back n, the withheld count Take(key, shared) returned for an entry that
 // could not be written (its transaction rolled back): the next entry let through counts
-// them, or for a pooled count (or a forgotten key's), the quiet flush.
+// them, or should none come, the quiet flush.
 func (p *PooledLimiter) GiveBack(key string, shared bool, n int) {
 	if n <= 0 {
 		return
 	}
-	if p.lim.giveBack(key, shared, n) {
+	if p.lim.giveBack(key, shared, n) || p.o.WriteHeld != nil {
 		p.Arm()
 	}
 }
@@ -77,38 +90,40 @@ func (p *PooledLimiter) Arm() {
 	if p.timer != nil || p.closed {
 		return
 	}
-	_, _, p.seen = p.lim.pending()
+	p.epoch, p.seen = p.lim.armed()
 	p.timer = time.AfterFunc(p.o.Quiet, p.flushQuiet)
 }
 
 // flushQuiet writes the pooled count unless an entry let through took one since the
-// timer was armed (a flood still going on is counted by its own entries), and the
-// forgotten count an earlier write failed to write. What is left (a failed write,
-// entries pooled since) arms the timer again.
+// timer was armed (a flood still going on is counted by its own entries), the
+// forgotten count an earlier write failed to write, and the counts of unshared keys
+// none of whose entries was held back since the timer was armed. What is left (a
+// failed write, entries held back since) arms the timer again.
 func (p *PooledLimiter) flushQuiet() {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
 	p.mu.Lock()
 	p.timer = nil
-	seen, closed := p.seen, p.closed
+	seen, epoch, closed := p.seen, p.epoch, p.closed
 	p.mu.Unlock()
 	if closed {
 		return // Close flushes
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := p.flush(ctx, &seen); err != nil {
+	if err := p.flush(ctx, &seen, epoch); err != nil {
 		p.lim.o.Logger.Warn("audit: the count of "+p.lim.o.What+" held back could not be written; trying again", "err", err)
 	}
-	if held, forgotten, _ := p.lim.pending(); held > 0 || (forgotten > 0 && p.o.WriteForgotten != nil) {
+	held, forgotten, keyHeld := p.lim.pending()
+	if held > 0 || (forgotten > 0 && p.o.WriteForgotten != nil) || (keyHeld > 0 && p.o.WriteHeld != nil) {
 		p.Arm()
 	}
 }
 
 // flush writes the pooled count (with since, only if no entry took one since; see
-// takePooled) and the forgotten one, each in an entry of its own; a count whose entry
-// fails is given back.
-func (p *PooledLimiter) flush(ctx context.Context, since *uint64) error {
+// takePooled), the forgotten one, and the unshared keys' counts of epochs before
+// `before` (see takeHeld); a count whose entry fails is given back.
+func (p *PooledLimiter) flush(ctx context.Context, since *uint64, before uint64) error {
 	var errs error
 	if n := p.lim.takePooled(since); n > 0 {
 		if err := p.o.WritePooled(ctx, n); err != nil {
@@ -116,7 +131,19 @@ func (p *PooledLimiter) flush(ctx context.Context, since *uint64) error {
 			errs = err
 		}
 	}
-	return errors.Join(errs, p.writeForgotten(ctx))
+	errs = errors.Join(errs, p.writeForgotten(ctx))
+	if p.o.WriteHeld == nil {
+		return errs
+	}
+	if held := p.lim.takeHeld(before); len(held) > 0 {
+		if err := p.o.WriteHeld(ctx, held); err != nil {
+			for _, h := range held {
+				p.lim.giveBack(h.Key, false, h.N)
+			}
+			errs = errors.Join(errs, err)
+		}
+	}
+	return errs
 }
 
 // writeForgotten writes the count of entries that keys the limiter forgot had held back
@@ -150,5 +177,5 @@ func (p *PooledLimiter) Close(ctx context.Context) error {
 	p.mu.Unlock()
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
-	return p.flush(ctx, nil)
+	return p.flush(ctx, nil, math.MaxUint64)
 }
