@@ -713,6 +713,15 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if err != nil {
 		return res, err
 	}
+	var changed []string
+	for _, r := range w.Relisted {
+		if r.Definition != nil {
+			changed = append(changed, r.ID)
+		}
+	}
+	if err := tools.SealNowSecret(ctx, tx, s.keys, changed); err != nil {
+		return res, err
+	}
 	res.Validated = len(out)
 	for _, o := range out {
 		if o.Status == toolstate.Invalid {

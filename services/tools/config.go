@@ -580,8 +580,9 @@ func jsonSame(a, b json.RawMessage) bool {
 // wherever it leaves the server: stored encrypted, or stored in clear under a parameter
 // inputSchema (the tool's current definition) marks secret (SecretParams, a secret
 // nested in its value included). A value saved before a new definition marked it
-// secret stays in clear until the next save encrypts it (applyParams), and must not be
-// shown meanwhile. The schema is read only when a clear value needs it.
+// secret is encrypted by the discovery that stores the definition (SealNowSecret), or
+// by the next save (applyParams), and must not be shown before. The schema is read only
+// when a clear value needs it.
 func (c Configuration) SecretIn(inputSchema json.RawMessage) func(name string) bool {
 	var pr map[string]map[string]any
 	var isSecret func(string, map[string]any) bool

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -59,11 +58,7 @@ func (s *Service) RotateSecretsKeeping(ctx context.Context, lost []string) (rota
 			if err != nil {
 				return err
 			}
-			type version struct {
-				ID            int64  `db:"id"`
-				Configuration []byte `db:"configuration"`
-			}
-			vs, err := pgx.CollectRows(vrows, pgx.RowToStructByName[version])
+			vs, err := pgx.CollectRows(vrows, pgx.RowToStructByName[storedVersion])
 			if err != nil {
 				return err
 			}
@@ -114,16 +109,7 @@ func (s *Service) rotateConfig(id string, raw []byte, lost []string) (_ []byte, 
 	if n == 0 {
 		return raw, 0, kept, nil
 	}
-	var whole map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &whole); err != nil || whole == nil {
-		whole = map[string]json.RawMessage{}
-	}
-	params, err := json.Marshal(c.Params)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	whole["params"] = params
-	b, err := json.Marshal(whole)
+	b, err := withParams(raw, c.Params)
 	return b, n, kept, err
 }
 

@@ -1,0 +1,141 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// SealNowSecret encrypts, in tx (the discovery's), the settings of tools ids stored in
+// clear under a parameter their new definition marks secret (SecretIn: writeOnly or
+// format password, nested too): in the current configuration and in every past version,
+// each audited by the system. They were masked wherever they left the server already;
+// this takes them out of the database (and its backups) in clear. A discovery calls it
+// for the tools whose definition it changed; most have no setting in clear, and only
+// those that do are read.
+func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []string) error {
+	if keys == nil || len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `/* tools.SealNowSecret */ SELECT id::text, configuration, input_schema FROM mcp_tools
+		WHERE id = ANY($1::uuid[]) AND EXISTS (SELECT 1 FROM jsonb_each(configuration->'params') p WHERE NOT p.value ? 'secret')
+		ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return fmt.Errorf("tools: seal settings: %w", err)
+	}
+	type clearTool struct {
+		ID     string          `db:"id"`
+		Config []byte          `db:"configuration"`
+		Input  json.RawMessage `db:"input_schema"`
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowToStructByName[clearTool])
+	if err != nil {
+		return fmt.Errorf("tools: seal settings: %w", err)
+	}
+	var entries []audit.Entry
+	for _, t := range found {
+		c := parseConfiguration(t.Config)
+		secret := c.SecretIn(t.Input)
+		var names []string
+		for _, name := range slices.Sorted(maps.Keys(c.Params)) {
+			if c.Params[name].Secret == "" && secret(name) {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			continue
+		}
+		next, err := sealParams(keys, t.ID, t.Config, names)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `/* tools.SealNowSecret.current */ UPDATE mcp_tools SET configuration = $2 WHERE id = $1::uuid`, t.ID, next); err != nil {
+			return fmt.Errorf("tools: seal settings: %w", err)
+		}
+		vrows, err := tx.Query(ctx, `/* tools.SealNowSecret.versions */ SELECT id, configuration FROM tool_configurations WHERE tool_id = $1::uuid`, t.ID)
+		if err != nil {
+			return fmt.Errorf("tools: seal settings: %w", err)
+		}
+		vs, err := pgx.CollectRows(vrows, pgx.RowToStructByName[storedVersion])
+		if err != nil {
+			return fmt.Errorf("tools: seal settings: %w", err)
+		}
+		for _, v := range vs {
+			next, err := sealParams(keys, t.ID, v.Configuration, names)
+			if err != nil {
+				return err
+			}
+			if next == nil {
+				continue
+			}
+			if _, err := tx.Exec(ctx, `/* tools.SealNowSecret.version */ UPDATE tool_configurations SET configuration = $2 WHERE id = $1`, v.ID, next); err != nil {
+				return fmt.Errorf("tools: seal settings: %w", err)
+			}
+		}
+		it, err := getItem(ctx, tx, t.ID, false)
+		if err != nil {
+			return fmt.Errorf("tools: seal settings: %w", err)
+		}
+		entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.configure", TargetType: "tool", TargetID: t.ID,
+			TargetName: it.QualifiedName(), Payload: map[string]any{"sealed": names, "reason": "the tool's new definition marks " +
+				"these parameters secret: their values, stored in clear until now, are stored encrypted (in past versions too)"}})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+		return fmt.Errorf("tools: seal settings: audit: %w", err)
+	}
+	return nil
+}
+
+// storedVersion is a tool_configurations row's id and configuration.
+type storedVersion struct {
+	ID            int64  `db:"id"`
+	Configuration []byte `db:"configuration"`
+}
+
+// sealParams is raw (a stored configuration of tool id) with the values of names it holds
+// in clear encrypted; nil when it holds none of them in clear.
+func sealParams(keys *secrets.Keyring, id string, raw []byte, names []string) ([]byte, error) {
+	c := parseConfiguration(raw)
+	sealed := 0
+	for _, name := range names {
+		st, ok := c.Params[name]
+		if !ok || st.Secret != "" || st.Value == nil {
+			continue
+		}
+		enc, err := keys.Encrypt(st.Value, configAAD(id, name))
+		if err != nil {
+			return nil, fmt.Errorf("tools: seal settings: tool %s, parameter %s: %w", id, name, err)
+		}
+		c.Params[name] = Setting{Mode: st.Mode, Secret: enc}
+		sealed++
+	}
+	if sealed == 0 {
+		return nil, nil
+	}
+	return withParams(raw, c.Params)
+}
+
+// withParams is raw, a stored configuration, with its params replaced by params; what
+// else it holds (a version's risk, timeout, category, tags) is kept as it was.
+func withParams(raw []byte, params map[string]Setting) ([]byte, error) {
+	var whole map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &whole); err != nil || whole == nil {
+		whole = map[string]json.RawMessage{}
+	}
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	whole["params"] = p
+	return json.Marshal(whole)
+}
