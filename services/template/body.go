@@ -57,20 +57,23 @@ func (r *reader) jsonTemplate(n *yaml.Node, depth int) *jsonValue {
 				r.fail(k.Line, "a key of the body must be a plain name")
 				return nil
 			}
-			if !parseText(k.Value, k.Line, false).Literal() {
+			kt := parseText(k.Value, k.Line, false)
+			if !kt.Literal() {
 				r.fail(k.Line, "body keys cannot have placeholders: a call must not choose the body's keys")
 				return nil
 			}
-			if seen[k.Value] {
-				r.fail(k.Line, "body key %q appears twice", k.Value)
+			// A key is sent as its text reads, "{{" as "{", as string values are.
+			key := kt.Filled("")
+			if seen[key] {
+				r.fail(k.Line, "body key %q appears twice", key)
 				return nil
 			}
-			seen[k.Value] = true
+			seen[key] = true
 			m := r.jsonTemplate(n.Content[i+1], depth+1)
 			if m == nil {
 				return nil
 			}
-			v.object = append(v.object, jsonMember{key: k.Value, value: m})
+			v.object = append(v.object, jsonMember{key: key, value: m})
 		}
 		return v
 	case yaml.SequenceNode:

@@ -50,30 +50,35 @@ func (r *reader) fail(line int, format string, a ...any) {
 // followed: a few times what a template may hold written out.
 const maxExpandedBytes = 4 * MaxBytes
 
-// looksStructured reports whether a text body's literal parts read as JSON or XML: it
-// starts with written text that opens an element, or an object or array with a quoted
-// key or a colon in it. A body that starts with a placeholder ("{message}") or brackets
-// plain text ("[{level}] {message}") does not.
+// looksStructured reports whether a text body's written text, its placeholders left
+// out, reads as JSON or XML: it opens an element, or an object or array with a quoted
+// key or a colon in it. A placeholder before it changes nothing ("{p}{\"a\": \"{m}\"}"
+// is still JSON once p is empty). A body that is only placeholders ("{message}") or
+// brackets plain text ("[{level}] {message}") does not.
 func looksStructured(t Text) bool {
-	if len(t.Parts) == 0 || t.Parts[0].Param != "" {
+	lit := strings.TrimSpace(t.Filled(""))
+	if lit == "" {
 		return false
 	}
-	first := strings.TrimSpace(t.Parts[0].Lit)
-	if first == "" {
-		return false
-	}
-	if first[0] == '<' {
+	if lit[0] == '<' {
 		return true
 	}
-	if first[0] != '{' && first[0] != '[' {
-		return false
-	}
-	for _, p := range t.Parts {
-		if p.Param == "" && strings.ContainsAny(p.Lit, `":`) {
-			return true
-		}
-	}
-	return false
+	return (lit[0] == '{' || lit[0] == '[') && strings.ContainsAny(lit, `":`)
+}
+
+// jsonContentType reports whether a Content-Type is JSON's: application/json or a
+// type whose subtype ends in +json (application/merge-patch+json), with any parameters.
+func jsonContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.TrimSpace(mt)
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ != "" && !strings.ContainsAny(typ, "*") && (mt == "application/json" || strings.HasSuffix(sub, "+json") && len(sub) > len("+json"))
+}
+
+// formContentType reports whether a Content-Type is a URL-encoded form's.
+func formContentType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.TrimSpace(mt) == "application/x-www-form-urlencoded"
 }
 
 // yamlLine finds the line in a YAML syntax error ("yaml: line 3: ...").
@@ -604,6 +609,9 @@ func (r *reader) command(n *yaml.Node, tool *toolDraft) *Command {
 			c.Stdin = &t
 		}
 	}
+	if len(c.Argv) > 0 {
+		r.checkInterpreters(c.Argv, c.Stdin)
+	}
 	if v := m.get("timeout"); v != nil {
 		c.Timeout = r.duration(v, "timeout")
 	}
@@ -643,6 +651,7 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 		texts = append(texts, t)
 	}
 	contentType := ""
+	var contentTypes []Header // every Content-Type written (names differing in case are all sent)
 	if v := m.get("headers"); v != nil {
 		if hm := r.mapping(v, "headers"); hm != nil {
 			for _, name := range hm.order {
@@ -668,6 +677,9 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 						r.fail(line, "the Content-Type header must be written out: a placeholder would let a caller decide how the body is read")
 					}
 					contentType = strings.ToLower(val.String())
+					if val.Literal() {
+						contentTypes = append(contentTypes, Header{Name: name, Value: Text{Parts: []Part{{Lit: strings.ToLower(val.Filled(""))}}, Line: line}})
+					}
 				}
 				h.Headers = append(h.Headers, Header{Name: name, Value: val})
 				texts = append(texts, val)
@@ -710,6 +722,18 @@ func (r *reader) http(n *yaml.Node, tool *toolDraft) *HTTP {
 				h.Form = append(h.Form, FormField{Name: name, Value: t})
 				texts = append(texts, t)
 			}
+		}
+	}
+	// A mapping body is JSON and a form is a form, each value encoded for it, only as
+	// long as the server reads it so: under another type a form value's '&' or '='
+	// would add fields ("x&role=admin" in a JSON string is a form field to a form reader).
+	for _, ct := range contentTypes {
+		value := ct.Value.Filled("")
+		switch {
+		case h.JSON != nil && !jsonContentType(value):
+			r.fail(ct.Value.Line, "the body is a mapping, sent as JSON with each value encoded for JSON, so its Content-Type must be application/json or another JSON type (…+json), not %s: leave the header out, or use form: for a form", value)
+		case h.Form != nil && !formContentType(value):
+			r.fail(ct.Value.Line, "form: is sent as application/x-www-form-urlencoded with each value encoded for it, so its Content-Type cannot be %s: leave the header out, or write the body as a mapping for JSON", value)
 		}
 	}
 	switch {

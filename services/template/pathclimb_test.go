@@ -71,14 +71,33 @@ func TestPathValueCannotClimbOut(t *testing.T) {
 			t.Errorf("%q: the server saw %q, want no request", v, g)
 		}
 	}
-	// A piece split across two placeholders is refused too.
-	for _, ab := range [][2]string{{"x/", "/.."}, {".", "."}, {"x/.", "./y"}, {"%2e", "%2e"}} {
+	// A piece split across two placeholders is refused too, also when each value
+	// passes alone and only the segment they make decodes to a dot segment.
+	for _, ab := range [][2]string{{"x/", "/.."}, {".", "."}, {"x/.", "./y"}, {"%2e", "%2e"},
+		{"%2", "e."}, {"%2", "f.."}, {"%", "2e%2e"}, {".", "%2e"}, {"%25", "2e."}, {"..%", "2fadmin"}} {
 		res := call(t, tpl, "two", map[string]any{"a": ab[0], "b": ab[1]})
 		if !res.IsError {
 			t.Errorf("%q: got %+v, want a refusal", ab, res)
 		}
 		if g := take(); len(g) != 0 {
 			t.Errorf("%q: the server saw %q, want no request", ab, g)
+		}
+	}
+	// Values that make an ordinary segment together still go through, and stay
+	// under /api/items/ however often the path is decoded.
+	for _, ab := range [][2]string{{"v1", ".2"}, {"a", "b"}, {"50", "%"}, {"%2", "x"}, {"a.", ".b"}, {"a", "b%2Fc"}} {
+		res := call(t, tpl, "two", map[string]any{"a": ab[0], "b": ab[1]})
+		g := take()
+		if res.IsError || len(g) != 1 {
+			t.Errorf("%q: got %+v, the server saw %q, want it sent", ab, res, g)
+			continue
+		}
+		p := g[0]
+		for range 3 {
+			p = decodeLeniently(p)
+			if c := path.Clean(strings.ReplaceAll(p, "\\", "/")); !strings.HasPrefix(c, "/api/items/") || !strings.HasSuffix(c, "/x") {
+				t.Errorf("%q: sent as %q, which a decoding proxy reads as %q", ab, g[0], c)
+			}
 		}
 	}
 

@@ -6,7 +6,8 @@
 // MCP server (docs/templates.md).
 //
 // Every placeholder is escaped for where it lands: argv elements go to exec as they
-// are (never through a shell) and may not turn into options; URL parts are escaped for
+// are (never through a shell of ours) and may not turn into options, nor be code that a
+// shell or interpreter the template names runs (interp.go); URL parts are escaped for
 // the path or the query and can never change the scheme, host or port; JSON bodies get
 // JSON values; header values cannot carry line breaks. Commands run in their own
 // process group, with a timeout, and the whole group is killed when they end.
@@ -68,7 +69,8 @@ type Tool struct {
 	defaults map[string]any // each property's default, from InputSchema
 }
 
-// Command runs a program with arguments, never through a shell.
+// Command runs a program with arguments, through no shell but one its argv names,
+// whose code then has no placeholders.
 type Command struct {
 	// Argv is the program and its arguments; Argv[0] has no placeholders.
 	Argv []Text

@@ -196,9 +196,10 @@ func textOf(v any) string {
 // fails with it, and nothing runs.
 type refusal struct {
 	param, msg string
+	where      string // after the argument's name: what else the refusal is about
 }
 
-func (r *refusal) Error() string { return fmt.Sprintf("argument %q %s", r.param, r.msg) }
+func (r *refusal) Error() string { return fmt.Sprintf("argument %q%s %s", r.param, r.where, r.msg) }
 
 func refuse(param, format string, a ...any) error {
 	return &refusal{param: param, msg: fmt.Sprintf(format, a...)}

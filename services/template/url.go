@@ -1,6 +1,7 @@
 package template
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -140,16 +141,29 @@ func (u URL) shown() string {
 }
 
 // expand builds the URL of a call. Path values are escaped as path text ('/', '?',
-// '#' and '%' included), must pass pathValue, and may not make a whole segment "." or
-// ".." (a server would climb out of the path the template names) or empty; query
+// '#' and '%' included), must pass pathValue each and, joined with the text around
+// them, as their whole segment, and may not make a whole segment "." or ".." (a
+// server would climb out of the path the template names) or empty; query
 // values are escaped as query text. The result is parsed again and must still have
 // the template's origin.
 func (u URL) expand(a args) (string, error) {
 	var b strings.Builder
 	b.WriteString(u.Scheme + "://" + u.Host)
-	seg, segParam := strings.Builder{}, ""
+	seg, segParam, segFirst := strings.Builder{}, "", ""
 	endSegment := func() error {
 		s := seg.String()
+		if segFirst != "" {
+			// Each value passes alone, but two may still make a dot segment together
+			// ("%2" and "e." are sent as "%252e." and decode to ".."): the segment as
+			// a server decodes it is checked whole.
+			if err := pathValue(segFirst, percentDecode(s)); err != nil {
+				var rf *refusal
+				if errors.As(err, &rf) {
+					rf.where = " (with the rest of its URL path segment)"
+				}
+				return err
+			}
+		}
 		if segParam != "" && (s == "." || s == "..") {
 			return refuse(segParam, "would make the URL path segment %q, which climbs out of the path the template names", s)
 		}
@@ -159,7 +173,7 @@ func (u URL) expand(a args) (string, error) {
 			return refuse(segParam, "is empty, and would leave an empty URL path segment, which a server may read as another path")
 		}
 		seg.Reset()
-		segParam = ""
+		segParam, segFirst = "", ""
 		return nil
 	}
 	for _, p := range u.parts {
@@ -190,6 +204,9 @@ func (u URL) expand(a args) (string, error) {
 		esc := url.PathEscape(v)
 		seg.WriteString(esc)
 		segParam = p.param
+		if segFirst == "" {
+			segFirst = p.param
+		}
 		b.WriteString(esc)
 	}
 	if err := endSegment(); err != nil {

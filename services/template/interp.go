@@ -1,0 +1,611 @@
+package template
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// A command's argv goes to exec as it is, but a template may name a program that
+// runs text as code: a shell with -c, python -c, perl -e, awk's program, ssh's remote
+// command. A placeholder in that text would let a call write code (`sh -c "grep
+// {pattern} f"` with pattern "x; rm -rf ~"), so checkInterpreters refuses it when the
+// template is saved. Values go in as their own argv items after the code, where it
+// reads them as data ($1, sys.argv[1], ARGV[0]).
+
+// interp is how a program that runs code given as text reads its arguments.
+type interp struct {
+	kind     string // for messages: "shell", "Python" …
+	example  string // the safe form, for messages
+	shortArg string // short options whose value is attached or the next item
+	shortOpt string // short options whose value may only be attached (perl -0, -i)
+	inline   string // of those: the value is code (-c, -e)
+	files    string // of those: the value names the program to run (a script file, a module)
+	libs     string // of those: the value names code loaded before the program (ruby -r)
+	longArg  []string
+	longCode []string // long options whose value is code (--eval)
+	longFile []string // long options whose value names the program (--file)
+	longLib  []string // long options whose value names code loaded before it (--require)
+	// cFlag: -c is a flag and the first operand is the code (POSIX shells).
+	cFlag bool
+	// plus: options may also start with '+' (sh +e); dashEnds: "-" alone ends options
+	// instead of naming standard input.
+	plus, dashEnds bool
+	// firstCode: the first operand is the program unless an option gave one (awk, sed).
+	firstCode bool
+	// stdinCode: with no code and no script file it reads its program from standard input.
+	stdinCode bool
+	// endAtCode: the code option ends the options (python -c: the rest are sys.argv).
+	endAtCode bool
+	// permute: options may follow operands (su user -c cmd).
+	permute bool
+	// remote: the operands after the first are joined into a line for a remote shell (ssh).
+	remote bool
+	// sandbox is a long option that stops the code running programs or writing files,
+	// so a value in it can only change how text is processed (sed --sandbox).
+	sandbox string
+}
+
+const (
+	shellExample  = `[sh, -c, 'grep -e "$1" /var/log/app.log', sh, "{pattern}"]`
+	stdinNote     = `, or pass it on standard input`
+	pythonExample = `[python3, -c, 'import sys; print(sys.argv[1])', "{text}"]`
+)
+
+var (
+	shellInterp = &interp{kind: "shell", example: shellExample, shortArg: "oO", longArg: []string{"rcfile", "init-file"},
+		longCode: []string{"command"}, cFlag: true, plus: true, dashEnds: true, stdinCode: true}
+	pythonInterp = &interp{kind: "Python", example: pythonExample, shortArg: "cmWXQ", inline: "c", files: "m",
+		longArg: []string{"check-hash-based-pycs"}, stdinCode: true, endAtCode: true}
+	perlInterp = &interp{kind: "Perl", example: `[perl, -e, 'print $ARGV[0]', "{text}"]`, shortArg: "eEI", shortOpt: "0lFiCdDxVMm",
+		inline: "eEMm", stdinCode: true}
+	rubyInterp = &interp{kind: "Ruby", example: `[ruby, -e, 'puts ARGV[0]', "{text}"]`, shortArg: "erICE", shortOpt: "0lFxWK",
+		inline: "e", libs: "r", longArg: []string{"enable", "disable", "encoding", "external-encoding", "internal-encoding"}, stdinCode: true}
+	nodeInterp = &interp{kind: "JavaScript", example: `[node, -e, 'console.log(process.argv[1])', "{text}"]`, shortArg: "eprC", inline: "ep", libs: "r",
+		longArg: []string{"conditions", "input-type", "title", "env-file", "inspect-port", "stack-size"}, longCode: []string{"eval", "print"},
+		longLib: []string{"require", "import", "loader", "experimental-loader"}, stdinCode: true}
+	phpInterp = &interp{kind: "PHP", example: `[php, -r, 'echo $argv[1];', --, "{text}"]`, shortArg: "rBREfdczSt", inline: "rBRE", files: "f", stdinCode: true}
+	luaInterp = &interp{kind: "Lua", example: `[lua, -e, 'io.write(io.read("a"))'], stdin: "{text}"`, shortArg: "eljO", inline: "e", libs: "l", stdinCode: true}
+	rInterp   = &interp{kind: "R", example: `[Rscript, -e, 'cat(commandArgs(TRUE)[1])', "{text}"]`, shortArg: "ef", inline: "e", files: "f", longFile: []string{"file"}}
+	awkInterp = &interp{kind: "awk", example: `[awk, -v, "pat={pattern}", '$0 ~ pat', /var/log/app.log]`, shortArg: "FvfeEilW", inline: "e", files: "fE", libs: "il",
+		longArg: []string{"field-separator", "assign"}, longCode: []string{"source"}, longFile: []string{"file", "exec"}, longLib: []string{"include", "load"}, firstCode: true}
+	sedInterp = &interp{kind: "sed", example: `[sed, --sandbox, -n, "/{pattern}/p", /var/log/app.log] (--sandbox stops it running commands or writing files), or grep`,
+		shortArg: "efl", shortOpt: "i", inline: "e", files: "f", longArg: []string{"line-length"}, longCode: []string{"expression"}, longFile: []string{"file"},
+		firstCode: true, sandbox: "sandbox"}
+	suInterp = &interp{kind: "shell", example: `a shell as the program: ` + shellExample, shortArg: "csgGw", inline: "c", files: "s",
+		longCode: []string{"command", "session-command"}, longFile: []string{"shell"}, longArg: []string{"group", "supp-group", "whitelist-environment"}, permute: true}
+	scriptInterp = &interp{kind: "shell", example: shellExample, shortArg: "cIOBTm", inline: "c", longCode: []string{"command"},
+		longArg: []string{"log-in", "log-out", "log-io", "log-timing", "logging-format"}, permute: true}
+	expectInterp = &interp{kind: "Tcl", example: `a script file that reads $argv: [expect, check.exp, "{host}"]`, shortArg: "cfb", inline: "c", files: "fb", stdinCode: true}
+	tclInterp    = &interp{kind: "Tcl", example: `a script file that reads $argv: [tclsh, check.tcl, "{host}"]`, shortArg: "", stdinCode: true}
+	sshInterp    = &interp{kind: "remote shell", example: `pass values on standard input: [ssh, host, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{pattern}"`,
+		shortArg: "BbcDEeFIiJLlmOoPpQRSWw", remote: true, stdinCode: true}
+)
+
+// interpreters are the programs whose arguments hold code, by name.
+var interpreters = map[string]*interp{
+	"sh": shellInterp, "bash": shellInterp, "rbash": shellInterp, "dash": shellInterp, "ash": shellInterp, "zsh": shellInterp,
+	"ksh": shellInterp, "ksh93": shellInterp, "mksh": shellInterp, "pdksh": shellInterp, "yash": shellInterp, "posh": shellInterp,
+	"fish": shellInterp, "csh": shellInterp, "tcsh": shellInterp,
+	"python": pythonInterp, "pypy": pythonInterp, "perl": perlInterp, "ruby": rubyInterp,
+	"node": nodeInterp, "nodejs": nodeInterp, "bun": nodeInterp, "php": phpInterp, "lua": luaInterp, "luajit": luaInterp,
+	"Rscript": rInterp, "R": rInterp,
+	"awk": awkInterp, "gawk": awkInterp, "mawk": awkInterp, "nawk": awkInterp, "busybox-awk": awkInterp,
+	"sed": sedInterp, "gsed": sedInterp,
+	"su": suInterp, "runuser": suInterp, "script": scriptInterp,
+	"expect": expectInterp, "tclsh": tclInterp, "wish": tclInterp,
+	"ssh": sshInterp,
+}
+
+// versioned matches names such as python3.12, perl5.36, lua5.4, php8.2 or pypy3.
+var versioned = regexp.MustCompile(`^(python|pypy|perl|ruby|node|php|lua|luajit|tclsh|wish)-?[0-9][0-9.]*$`)
+
+// interpreterOf is the interp of a program name or path, nil when it is not one.
+func interpreterOf(prog string) (*interp, string) {
+	name := path.Base(prog)
+	if ip := interpreters[name]; ip != nil {
+		return ip, name
+	}
+	if m := versioned.FindStringSubmatch(name); m != nil {
+		return interpreters[m[1]], name
+	}
+	if name == "pwsh" || name == "powershell" {
+		return pwshInterp, name
+	}
+	return nil, name
+}
+
+// pwshInterp stands for PowerShell, whose -Command takes all the items after it as code.
+var pwshInterp = &interp{kind: "PowerShell", example: `[pwsh, -File, script.ps1, "{text}"]`}
+
+// wrapper is a program that runs another one given after its options (env, timeout,
+// xargs): the program it runs is found past them.
+type wrapper struct {
+	shortArg    string
+	shortOpt    string
+	longArg     []string
+	operands    int  // operands before the program (timeout's duration, chroot's root)
+	assignments bool // NAME=VALUE items may come before the program (env, sudo)
+	numeric     bool // -N is a flag (nice -5)
+	xargs       bool
+	flock       bool // -c/--command after its file runs a shell line
+	split       byte // the option whose value is a whole command line (env -S)
+}
+
+var wrappers = map[string]*wrapper{
+	"env":      {shortArg: "uCSP", longArg: []string{"unset", "chdir", "split-string"}, assignments: true, split: 'S'},
+	"nice":     {shortArg: "n", longArg: []string{"adjustment"}, numeric: true},
+	"timeout":  {shortArg: "sk", longArg: []string{"signal", "kill-after"}, operands: 1},
+	"nohup":    {},
+	"stdbuf":   {shortArg: "ioe", longArg: []string{"input", "output", "error"}},
+	"xargs":    {shortArg: "adEILnPs", shortOpt: "eil", longArg: []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"}, xargs: true},
+	"setsid":   {},
+	"ionice":   {shortArg: "cnpPu", longArg: []string{"class", "classdata", "pid", "pgid", "uid"}},
+	"time":     {shortArg: "fo", longArg: []string{"format", "output"}},
+	"busybox":  {},
+	"sudo":     {shortArg: "ugCDhprtTU", longArg: []string{"user", "group", "chdir", "close-from", "host", "prompt", "role", "type", "command-timeout", "other-user"}, assignments: true},
+	"doas":     {shortArg: "uC"},
+	"chroot":   {longArg: []string{"userspec", "groups"}, operands: 1},
+	"unbuffer": {},
+	"taskset":  {operands: 1},
+	"chrt":     {shortArg: "TPD", longArg: []string{"sched-runtime", "sched-period", "sched-deadline"}, operands: 1},
+	"flock":    {shortArg: "wE", longArg: []string{"timeout", "conflict-exit-code"}, operands: 1, flock: true},
+	"prlimit":  {},
+}
+
+// item is an argv item with the index it is reported as (items split from env -S's
+// line are reported as the -S item).
+type item struct {
+	t   Text
+	idx int
+}
+
+// lit is the text of a literal item, ok false when it has placeholders.
+func (it item) lit() (string, bool) {
+	if !it.t.Literal() {
+		return "", false
+	}
+	return it.t.Filled(""), true
+}
+
+// checkInterpreters reports each place of argv (or stdin) where a placeholder would be
+// read as code, or would choose the program or script that runs. It checks the program
+// argv[0] runs through wrappers fully, and a known interpreter named anywhere else in
+// argv (docker exec c sh -c …, find -exec sh -c …) for its code options.
+func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
+	items := make([]item, len(argv))
+	for i, t := range argv {
+		items[i] = item{t, i}
+	}
+	stdinVar := stdin != nil && !stdin.Literal()
+	line := func(idx int) int {
+		if idx < 0 {
+			return stdin.Line
+		}
+		return argv[idx].Line
+	}
+	reported := map[int]bool{}
+	report := func(idx int, format string, a ...any) {
+		if !reported[idx] {
+			reported[idx] = true
+			r.fail(line(idx), format, a...)
+		}
+	}
+	prog, via := r.programOf(items, stdinVar, report)
+	if prog >= 0 {
+		checkInterp(items, prog, true, stdinVar, via, report)
+	}
+	for i, it := range items {
+		if i == prog || it.idx != i {
+			continue
+		}
+		if s, ok := it.lit(); ok && i > 0 {
+			if ip, _ := interpreterOf(s); ip != nil {
+				checkInterp(items, i, false, stdinVar, nil, report)
+			}
+		}
+	}
+}
+
+// viaXargs says the program runs under xargs: standard input's words are added to its
+// arguments, and with -I each line replaces a string in them.
+type viaXargs struct {
+	replace string
+}
+
+// programOf walks argv[0] and the wrappers it names to the program that finally runs:
+// its position in items, or -1 when there is none to check further.
+func (r *reader) programOf(items []item, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
+	var via *viaXargs
+	i, prev := 0, ""
+	for range 16 {
+		if i >= len(items) {
+			return -1, via
+		}
+		s, ok := items[i].lit()
+		if !ok {
+			// argv[0] itself is refused by the caller.
+			if i > 0 {
+				report(items[i].idx, "argv[%d] is the program %s runs and cannot have placeholders: a call must never choose which program runs", items[i].idx, prev)
+			}
+			return -1, via
+		}
+		name := path.Base(s)
+		w := wrappers[name]
+		if w == nil {
+			return i, via
+		}
+		if w.xargs {
+			via = &viaXargs{}
+		}
+		j := i + 1
+	options:
+		for j < len(items) {
+			it := items[j]
+			s, ok := it.lit()
+			if !ok {
+				p := it.t.litPrefix()
+				switch {
+				case strings.HasPrefix(p, "-"):
+					j++
+					continue
+				case w.assignments && strings.Contains(p, "="):
+					j++
+					continue
+				}
+				break options
+			}
+			switch {
+			case s == "--":
+				j++
+				break options
+			case strings.HasPrefix(s, "--"):
+				opt, val, has := strings.Cut(s[2:], "=")
+				if w.xargs && opt == "replace" {
+					via.replace = "{}"
+					if has {
+						via.replace = val
+					}
+				}
+				if !has && slices.Contains(w.longArg, opt) {
+					j++
+				}
+				if opt == "split-string" && w.split != 0 {
+					return r.splitLine(items, i, j, has, val, name, stdinVar, report)
+				}
+				j++
+			case len(s) > 1 && s[0] == '-':
+				if w.numeric && strings.Trim(s[1:], "0123456789") == "" {
+					j++
+					continue
+				}
+				letters := s[1:]
+				for k := 0; k < len(letters); k++ {
+					c := letters[k]
+					rest := letters[k+1:]
+					if strings.IndexByte(w.shortArg, c) >= 0 {
+						val := rest
+						if rest == "" {
+							j++
+							if j < len(items) {
+								val, _ = items[j].lit()
+							}
+						}
+						if w.xargs && c == 'I' {
+							via.replace = val
+						}
+						if c == w.split && w.split != 0 {
+							return r.splitLine(items, i, j, rest != "", rest, name, stdinVar, report)
+						}
+						break
+					}
+					if strings.IndexByte(w.shortOpt, c) >= 0 {
+						if w.xargs && c == 'i' {
+							via.replace = orDefault(rest, "{}")
+						}
+						break
+					}
+				}
+				j++
+			case w.assignments && strings.Contains(s, "="):
+				j++
+			default:
+				break options
+			}
+		}
+		j += w.operands
+		if w.flock && j < len(items) {
+			if s, ok := items[j].lit(); ok && (s == "-c" || s == "--command") {
+				if j+1 < len(items) && !items[j+1].t.Literal() {
+					report(items[j+1].idx, "argv[%d] is the shell line %s runs with -c and cannot have placeholders: a value would be read as shell code, not data. Run a shell as its program and pass each value as its own argv item after the script, where it is a positional parameter: [flock, file, sh, -c, 'grep -e \"$1\" /var/log/app.log', sh, \"{pattern}\"]", items[j+1].idx, name)
+				}
+				return -1, via
+			}
+		}
+		prev = name
+		i = j
+	}
+	return -1, via
+}
+
+// splitLine follows env -S, whose value is split into the command line env runs: the
+// value's words stand in for it (reported as its item), then the items after it.
+func (r *reader) splitLine(items []item, i, j int, attached bool, val string, name string, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
+	if j >= len(items) {
+		return -1, nil
+	}
+	valItem := items[j]
+	if !attached {
+		s, ok := valItem.lit()
+		if !ok {
+			report(valItem.idx, "argv[%d] is the command line %s -S splits and runs and cannot have placeholders: a value could add arguments or name the program; pass values as argv items after it", valItem.idx, name)
+			return -1, nil
+		}
+		val = s
+	}
+	// The words are literal (the value has no placeholders), whatever braces they have.
+	var rest []item
+	for _, w := range strings.Fields(val) {
+		rest = append(rest, item{Text{Parts: []Part{{Lit: w}}, Line: valItem.t.Line}, valItem.idx})
+	}
+	rest = append(rest, items[j+1:]...)
+	prog, via := r.programOf(rest, stdinVar, report)
+	if prog >= 0 {
+		checkInterp(rest, prog, true, stdinVar, via, report)
+	}
+	return -1, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// checkInterp reads the items after the interpreter at items[at] and reports where a
+// placeholder is code. full is for the program that runs: then a placeholder that
+// names the script, or hides among its options, and standard input read as the
+// program are reported too; an interpreter named elsewhere in argv (an argument to
+// docker or find) is checked for its code options only.
+func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, report func(int, string, ...any)) {
+	progName, _ := items[at].lit()
+	ip, name := interpreterOf(progName)
+	if ip == nil {
+		return
+	}
+	args := items[at+1:]
+	if ip == pwshInterp {
+		checkPwsh(args, name, report)
+		return
+	}
+	var code, files, libs, opts, operands []int // positions in args
+	codeGiven, fileGiven, cflag, stdinFlag, sandbox, missing := false, false, false, false, false, false
+	options := true
+	addValue := func(k int, attached bool, isCode, isFile, isLib bool) int {
+		pos := k
+		if !attached {
+			pos = k + 1
+			if pos >= len(args) {
+				missing = missing || isCode
+				return k + 1
+			}
+		}
+		switch {
+		case isCode:
+			code = append(code, pos)
+			codeGiven = true
+		case isFile:
+			files = append(files, pos)
+			fileGiven = true
+		case isLib:
+			libs = append(libs, pos)
+		}
+		return pos + 1
+	}
+	for k := 0; k < len(args); {
+		it := args[k]
+		if !options {
+			operands = append(operands, k)
+			k++
+			continue
+		}
+		// An item with placeholders is read by its literal start: an option whose value
+		// takes the rest of it (-e{code}, --eval={code}) holds a placeholder in that value;
+		// otherwise the placeholder could be option letters.
+		s, complete := it.lit()
+		if !complete {
+			s = it.t.litPrefix()
+		}
+		switch {
+		case complete && s == "--":
+			options = false
+			k++
+		case complete && s == "-":
+			if !ip.dashEnds {
+				operands = append(operands, k)
+			}
+			options = ip.permute && !ip.dashEnds
+			k++
+		case strings.HasPrefix(s, "--"):
+			opt, _, has := strings.Cut(s[2:], "=")
+			if !complete && !has {
+				opts = append(opts, k)
+				k++
+				continue
+			}
+			isCode, isFile, isLib := slices.Contains(ip.longCode, opt), slices.Contains(ip.longFile, opt), slices.Contains(ip.longLib, opt)
+			if opt == ip.sandbox && ip.sandbox != "" {
+				sandbox = true
+			}
+			if isCode || isFile || isLib || slices.Contains(ip.longArg, opt) {
+				k = addValue(k, has, isCode, isFile, isLib)
+			} else {
+				k++
+			}
+			if ip.endAtCode && (isCode || isFile) {
+				options = false
+			}
+		case len(s) > 0 && (s[0] == '-' || ip.plus && s[0] == '+') && (len(s) > 1 || !complete):
+			letters, next, valued := s[1:], k+1, false
+			for l := 0; l < len(letters) && !valued; l++ {
+				c := letters[l]
+				if ip.cFlag && c == 'c' {
+					cflag = true
+					continue
+				}
+				if ip == shellInterp && c == 's' {
+					stdinFlag = true
+					continue
+				}
+				isCode, isFile, isLib := strings.IndexByte(ip.inline, c) >= 0, strings.IndexByte(ip.files, c) >= 0, strings.IndexByte(ip.libs, c) >= 0
+				attached := l+1 < len(letters) || !complete
+				switch {
+				case strings.IndexByte(ip.shortArg, c) >= 0:
+					next = addValue(k, attached, isCode, isFile, isLib)
+					if ip.endAtCode && (isCode || isFile) {
+						options = false
+					}
+					valued = true
+				case strings.IndexByte(ip.shortOpt, c) >= 0:
+					// Its value is attached, if any: the item itself. Code given so
+					// (perl -M) comes before the program, which is still to be found.
+					if isCode {
+						code = append(code, k)
+					}
+					valued = true
+				}
+			}
+			if !complete && !valued {
+				opts = append(opts, k)
+			}
+			k = next
+		case !complete:
+			operands = append(operands, k)
+			options = ip.permute
+			k++
+		default:
+			operands = append(operands, k)
+			options = ip.permute
+			k++
+		}
+	}
+	pos := func(k int) int { return args[k].idx }
+	hasVar := func(k int) bool { return !args[k].t.Literal() }
+	codeMsg := func(k int, how string) {
+		report(pos(k), "argv[%d] is %s code that %s runs%s, so it cannot have placeholders: a value would be read as code, not data. Pass each value as its own argv item after the code, where it reads it as data: %s",
+			pos(k), ip.kind, name, how, ip.example)
+	}
+	if ip.remote {
+		// ssh destination command...: the command's items are joined and read by a shell.
+		if len(operands) > 0 {
+			for _, k := range operands[1:] {
+				if hasVar(k) {
+					codeMsg(k, " (ssh joins the items after the host into one line for the remote shell)")
+				}
+			}
+			if len(operands) > 1 || !full {
+				return
+			}
+		}
+		if full && stdinVar && via == nil {
+			report(-1, "stdin is read as commands by the remote shell of %s (no command follows the host), so it cannot have placeholders: give %s a command that reads the value as data: %s", name, name, ip.example)
+		}
+		return
+	}
+	switch {
+	case cflag:
+		if len(operands) > 0 {
+			code = append(code, operands[0])
+			operands = operands[1:]
+		} else {
+			missing = true
+		}
+		codeGiven = true
+	case ip.firstCode && !codeGiven && !fileGiven:
+		if len(operands) > 0 {
+			code = append(code, operands[0])
+			operands = operands[1:]
+		} else {
+			missing = true
+		}
+		codeGiven = true
+	}
+	for _, k := range code {
+		if sandbox {
+			break
+		}
+		if hasVar(k) {
+			how := ""
+			if cflag {
+				how = " with -c"
+			}
+			codeMsg(k, how)
+		} else if via != nil && via.replace != "" && stdinVar {
+			if s, _ := args[k].lit(); strings.Contains(s, via.replace) {
+				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in the %s code of argv[%d], so it cannot have placeholders: without -I, xargs adds the lines as separate arguments after the code, where it reads them as data: %s",
+					via.replace, ip.kind, pos(k), ip.example)
+			}
+		}
+	}
+	if missing && via != nil && stdinVar {
+		report(-1, "stdin goes to xargs, whose first word of it becomes the %s code %s runs, so it cannot have placeholders: write the code in argv and let xargs add the values after it: %s", ip.kind, name, ip.example)
+	}
+	if !full {
+		return
+	}
+	for _, k := range opts {
+		report(pos(k), "argv[%d] is among the options of %s, where a placeholder could make it run a value as code: write its options out, and pass values after the code: %s", pos(k), name, ip.example)
+	}
+	for _, k := range append(files, libs...) {
+		if hasVar(k) {
+			report(pos(k), "argv[%d] names the code %s runs and cannot have placeholders: a call must never choose which program runs", pos(k), name)
+		}
+	}
+	fromStdin := stdinFlag
+	if !codeGiven && !fileGiven {
+		if len(operands) == 0 {
+			fromStdin = fromStdin || ip.stdinCode
+		} else {
+			k := operands[0]
+			s, ok := args[k].lit()
+			switch {
+			case !ok:
+				report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or to %s -c: %s)", pos(k), name, name, ip.example)
+			case s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0":
+				fromStdin = true
+			}
+		}
+	}
+	if fromStdin && stdinVar && via == nil {
+		report(-1, "stdin is the program %s reads and runs (it is given no code or script file), so it cannot have placeholders: a value would be read as %s code, not data. Write the code in argv and pass values after it: %s", name, ip.kind, ip.example)
+	}
+}
+
+// checkPwsh reports placeholders after PowerShell's -Command (or -EncodedCommand),
+// which joins every item after it into the code it runs.
+func checkPwsh(args []item, name string, report func(int, string, ...any)) {
+	for k, it := range args {
+		s, ok := it.lit()
+		if !ok {
+			continue
+		}
+		l := strings.ToLower(s)
+		if l == "-f" || l == "-file" {
+			return
+		}
+		isCmd := l == "-c" || l == "-e" || l == "-ec" || l == "-cwa" || l == "-encodedcommand" || l == "-commandwithargs" ||
+			len(l) >= 3 && strings.HasPrefix("-command", l)
+		if !isCmd {
+			continue
+		}
+		for _, rest := range args[k+1:] {
+			if !rest.t.Literal() {
+				report(rest.idx, "argv[%d] is part of the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: a value would be read as code, not data. Run a script file and pass values after it: %s",
+					rest.idx, name, s, pwshInterp.example)
+			}
+		}
+		return
+	}
+}

@@ -1,0 +1,141 @@
+package template_test
+
+import (
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/template"
+)
+
+// commandTool is a template of one tool t with properties p and q and the command given.
+func commandTool(command string) string {
+	return "tools:\n  - name: t\n    input_schema: {type: object, properties: {p: {type: string}, q: {type: string}}}\n    command: " + command + "\n"
+}
+
+// A placeholder in the code a shell or interpreter runs is refused when the template is
+// saved, through wrappers and wherever the interpreter is named; the problem names the
+// argv item (or stdin) and shows the safe form.
+func TestInterpreterCodeRefused(t *testing.T) {
+	t.Parallel()
+	for command, want := range map[string]string{
+		`{argv: [sh, -c, "grep {p} /var/log/app.log"]}`:                    "argv[2] is shell code that sh runs with -c",
+		`{argv: [/bin/bash, -euo, pipefail, -c, "echo {p}"]}`:              "argv[4] is shell code that bash runs with -c",
+		`{argv: [bash, -c, "echo {p}", bash, "{q}"]}`:                      "argv[2] is shell code",
+		`{argv: [zsh, -lc, "echo {p}"]}`:                                   "argv[2] is shell code",
+		`{argv: [sh, -c, "{p}"]}`:                                          "argv[2] is shell code",
+		`{argv: [python3, -c, "print('{p}')"]}`:                            "argv[2] is Python code that python3 runs",
+		`{argv: [python3.12, -Ic, "print('{p}')"]}`:                        "argv[2] is Python code",
+		`{argv: [perl, -ne, "print if /{p}/", /var/log/app.log]}`:          "argv[2] is Perl code",
+		`{argv: [perl, "-e print '{p}'"]}`:                                 "argv[1] is Perl code",
+		`{argv: [ruby, -e, "puts '{p}'"]}`:                                 "argv[2] is Ruby code",
+		`{argv: [node, -e, "console.log('{p}')"]}`:                         "argv[2] is JavaScript code",
+		`{argv: [node, "--eval={p}"]}`:                                     "argv[1] is JavaScript code",
+		`{argv: [php, -r, "echo '{p}';"]}`:                                 "argv[2] is PHP code",
+		`{argv: [awk, "/{p}/ {print}", /var/log/app.log]}`:                 "argv[1] is awk code",
+		`{argv: [sed, -n, "/{p}/p", /var/log/app.log]}`:                    "argv[2] is sed code",
+		`{argv: [sed, -e, "s/a/{p}/"]}`:                                    "argv[2] is sed code",
+		`{argv: [pwsh, -NoProfile, -Command, Get-Item, "{p}"]}`:            "argv[4] is part of the PowerShell code",
+		`{argv: [ssh, -p, "22", host.example, ls, "{p}"]}`:                 "argv[5] is remote shell code",
+		`{argv: [su, app, -c, "ls {p}"]}`:                                  "argv[3] is shell code",
+		`{argv: [env, sh, -c, "echo {p}"]}`:                                "argv[3] is shell code",
+		`{argv: [env, -i, "A={q}", sh, -c, "echo {p}"]}`:                   "argv[5] is shell code",
+		`{argv: [env, -S, "sh -c", "echo {p}"]}`:                           "argv[3] is shell code",
+		`{argv: [timeout, 5, sh, -c, "echo {p}"]}`:                         "argv[4] is shell code",
+		`{argv: [timeout, -s, KILL, "{q}", bash, -c, "echo {p}"]}`:         "argv[6] is shell code",
+		`{argv: [nice, -n, "10", nohup, stdbuf, -oL, sh, -c, "echo {p}"]}`: "argv[8] is shell code",
+		`{argv: [xargs, -0, sh, -c, "echo {p}"]}`:                          "argv[4] is shell code",
+		`{argv: [busybox, sh, -c, "echo {p}"]}`:                            "argv[3] is shell code",
+		`{argv: [flock, /tmp/l, -c, "echo {p}"]}`:                          "argv[3] is the shell line flock runs with -c",
+		`{argv: [docker, exec, app, sh, -c, "ls {p}"]}`:                    "argv[5] is shell code",
+		`{argv: [find, /srv, -name, x, -exec, sh, -c, "echo {p}", ";"]}`:   "argv[7] is shell code",
+		`{argv: [sh], stdin: "{p}"}`:                                       "stdin is the program sh reads and runs",
+		`{argv: [bash, -s, --, x], stdin: "echo {p}"}`:                     "stdin is the program bash reads and runs",
+		`{argv: [python3, "-"], stdin: "{p}"}`:                             "stdin is the program python3 reads",
+		`{argv: [sh, /dev/stdin], stdin: "{p}"}`:                           "stdin is the program sh reads",
+		`{argv: [ssh, host.example], stdin: "{p}"}`:                        "stdin is read as commands by the remote shell",
+		`{argv: [xargs, -I, "{{}", sh, -c, "echo {{}"], stdin: "{p}"}`:     "stdin goes to xargs, which puts each of its lines in place of {}",
+		`{argv: [xargs, sh, -c], stdin: "{p}"}`:                            "stdin goes to xargs, whose first word of it becomes the shell code",
+		`{argv: [sh, "{p}"]}`:                                              "argv[1] names the script sh runs",
+		`{argv: [python3, -m, "{p}"]}`:                                     "argv[2] names the code python3 runs",
+		`{argv: [sh, "-{p}", x]}`:                                          "argv[1] is among the options of sh",
+		`{argv: [env, "{p}", x]}`:                                          "argv[1] is the program env runs and cannot have placeholders",
+		`{argv: [timeout, 5, "{p}"]}`:                                      "argv[2] is the program timeout runs",
+		`{argv: [xargs, "{p}"]}`:                                           "argv[1] is the program xargs runs",
+	} {
+		_, err := template.Parse(commandTool(command))
+		var te *template.Error
+		if !errors.As(err, &te) {
+			t.Errorf("%s: got %v, want a problem %q", command, err, want)
+			continue
+		}
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want a problem %q", command, err, want)
+		}
+		// Shell code points to the positional-parameter form.
+		if strings.Contains(want, "shell code") && !strings.Contains(want, "remote") && !strings.Contains(err.Error(), `'grep -e "$1" /var/log/app.log', sh, "{pattern}"]`) {
+			t.Errorf("%s: %v does not show the safe form", command, err)
+		}
+	}
+}
+
+// Values as separate items after the code, code options elsewhere, and placeholders
+// that are data to the program (awk -v, a timeout's duration, a script's arguments)
+// are accepted.
+func TestInterpreterDataAccepted(t *testing.T) {
+	t.Parallel()
+	for _, command := range []string{
+		`{argv: [sh, -c, 'grep -e "$1" /var/log/app.log', sh, "{p}"]}`,
+		`{argv: [bash, -euc, 'printf "%s\n" "$@"', bash, "{p}", "{q}"]}`,
+		`{argv: [sh, -c, 'cat | wc -w'], stdin: "{p}"}`,
+		`{argv: [sh, /opt/tools/report.sh, "{p}"]}`,
+		`{argv: [python3, -c, 'import sys; print(sys.argv[1])', "{p}"]}`,
+		`{argv: [python3, /opt/tools/report.py, --name, "{p}"], stdin: "{q}"}`,
+		`{argv: [perl, -e, 'print $ARGV[0]', "{p}"]}`,
+		`{argv: [node, -e, 'console.log(process.argv[1])', "{p}"]}`,
+		`{argv: [awk, -v, "pat={p}", '$0 ~ pat', /var/log/app.log]}`,
+		`{argv: [awk, -F, "{q}", '{print $1}', /var/log/app.log]}`,
+		`{argv: [sed, --sandbox, -n, "/{p}/p", /var/log/app.log]}`,
+		`{argv: [sed, -n, 's/a/b/p'], stdin: "{p}"}`,
+		`{argv: [timeout, "{q}", sh, -c, 'echo "$1"', sh, "{p}"]}`,
+		`{argv: [env, "LANG={q}", sh, -c, 'echo "$1"', sh, "{p}"]}`,
+		`{argv: [xargs, -0, sh, -c, 'echo "$@"', sh], stdin: "{p}"}`,
+		`{argv: [grep, -e, "{p}", /var/log/app.log]}`,
+		`{argv: [wc, -w], stdin: "{p}"}`,
+		`{argv: [which, python3, "{p}"]}`,
+		`{argv: [ssh, host.example, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{p}"}`,
+		`{argv: [pwsh, -File, /opt/s.ps1, "{p}"]}`,
+		`{argv: [sh], stdin: "echo fixed"}`,
+	} {
+		if _, err := template.Parse(commandTool(command)); err != nil {
+			t.Errorf("%s: %v", command, err)
+		}
+	}
+}
+
+// The safe form keeps a hostile value data: the shell gets it as $1, never as code.
+func TestShellPositionalStaysData(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh")
+	}
+	tpl := mustParse(t, commandTool(`{argv: [sh, -c, 'printf "%s\n" "$1"', sh, "{p}"]}`))
+	for _, v := range hostile {
+		if strings.HasPrefix(v, "-") {
+			continue
+		}
+		if res := call(t, tpl, "t", map[string]any{"p": v}); res.IsError || res.Text != v+"\n" {
+			t.Errorf("%q: got %+v", v, res)
+		}
+	}
+}
+
+// With "--" as $0, a value starting with '-' goes through as $1.
+func TestShellDashDashAsZero(t *testing.T) {
+	t.Parallel()
+	tpl := mustParse(t, commandTool(`{argv: [sh, -c, 'printf "%s\n" "$1"', --, "{p}"]}`))
+	if res := call(t, tpl, "t", map[string]any{"p": "-rf; id"}); res.IsError || res.Text != "-rf; id\n" {
+		t.Errorf("got %+v", res)
+	}
+}
