@@ -118,7 +118,12 @@ const HoldMeta = "toolwarden/hold"
 // holdFor is how long req is held: the server's hold, or less if the client asks.
 func (g *Gateway) holdFor(req *mcp.CallToolRequest) time.Duration {
 	if sec, ok := req.Params.Meta[HoldMeta].(float64); ok && sec > 0 {
-		return min(g.opts.Hold, time.Duration(sec*float64(time.Second)))
+		// Compared in seconds before converting: a Duration of more than about 292
+		// years overflows to a negative one, which would hold the call not at all.
+		if sec >= g.opts.Hold.Seconds() {
+			return g.opts.Hold
+		}
+		return time.Duration(sec * float64(time.Second))
 	}
 	return g.opts.Hold
 }

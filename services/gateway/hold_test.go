@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -530,6 +531,30 @@ func TestInputRequiredRetry(t *testing.T) {
 }
 
 const approvalID = "approval"
+
+// A gateway without keys hands out no requestState and cannot check one: a call that
+// comes with one anyway is held like any other (Options.Keys), not failed.
+func TestRequestStateWithoutKeys(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	g := gateway.New(e.srv.Router, e.srv.Auth, &gateway.Options{Executions: e.srv.Executions, Bus: e.srv.Bus,
+		Hold: 300 * time.Millisecond})
+	hs := httptest.NewServer(g)
+	t.Cleanup(func() { g.Close(); hs.Close() })
+	tr := &mcp.StreamableClientTransport{Endpoint: hs.URL, HTTPClient: &http.Client{Transport: bearer{e.token}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "keyless-test", Version: "1"}, nil).Connect(context.Background(), tr,
+		&mcp.ClientSessionOptions{ProtocolVersion: eras[1]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ut__echo", Arguments: map[string]any{"message": "keyless"},
+		RequestState: "e30.AAAA"})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "Waiting for approval") {
+		t.Fatalf("a call with a requestState to a keyless gateway: %v %+v, want it held and then pending", err, res)
+	}
+	e.pending(t, "ut__echo")
+}
 
 // A held call cancelled while its step runs gets that step's result when it finishes,
 // said to be cancelled late (the tool did run), not "the call did not run". A plan made

@@ -239,14 +239,16 @@ func fetchSorted[T any](ctx context.Context, g *Gateway, l listing[T], sv router
 	if g.pass.sessions == nil {
 		return nil
 	}
+	m := g.masker(sv.ID)
 	items, err := l.fetch(ctx, sv.ID)
 	if err != nil {
 		if !errors.Is(err, mcpclient.ErrNotConnected) && ctx.Err() == nil {
-			g.log.Warn("gateway: an upstream's list left out", "server", sv.Name, "list", l.kind, "err", err)
+			// The error quotes the upstream's own message, which may echo the secrets
+			// its session runs with: the log gets them masked (docs/security.md).
+			g.log.Warn("gateway: an upstream's list left out", "server", sv.Name, "list", l.kind, "err", m.String(err.Error()))
 		}
 		return nil
 	}
-	m := g.masker(sv.ID)
 	out := make([]*T, 0, len(items))
 	for _, it := range items {
 		out = append(out, l.wrap(sv.Name, m, it))
@@ -350,7 +352,7 @@ func (g *Gateway) readResource(ctx context.Context, c *caller, req *mcp.ReadReso
 		if cp.URI == "" {
 			cp.URI = upstream
 		}
-		cp.URI, cp.Text, cp.Meta = wrapURI(server, m.String(cp.URI)), m.String(cp.Text), nil
+		cp.URI, cp.Text, cp.Blob, cp.Meta = wrapURI(server, m.String(cp.URI)), m.String(cp.Text), maskBlob(m, cp.Blob), nil
 		size += len(cp.Text) + len(cp.Blob)
 		out.Contents = append(out.Contents, &cp)
 	}
@@ -415,7 +417,7 @@ func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
 		cp.Meta = nil
 		if v.Resource != nil {
 			r := *v.Resource
-			r.URI, r.Text, r.Meta = wrapURI(server, m.String(r.URI)), m.String(r.Text), nil
+			r.URI, r.Text, r.Blob, r.Meta = wrapURI(server, m.String(r.URI)), m.String(r.Text), maskBlob(m, r.Blob), nil
 			cp.Resource = &r
 		}
 		return &cp
@@ -434,6 +436,21 @@ func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
 		return &cp
 	}
 	return c
+}
+
+// maskBlob masks a resource's binary contents when they are UTF-8 text (a server may
+// serve a configuration file or a log as a blob), re-encoded as the masked bytes; other
+// bytes (an image) are passed on as they are, as no secret can be told apart in them.
+// The upstream's message cap bounds the work.
+func maskBlob(m *secrets.Masker, b []byte) []byte {
+	if m.Empty() || len(b) == 0 || !utf8.Valid(b) {
+		return b
+	}
+	s := string(b)
+	if out := m.String(s); out != s {
+		return []byte(out)
+	}
+	return b
 }
 
 // errUnknownServer: the name is of no server with a tool that can be called now.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/yosida95/uritemplate/v3"
 
@@ -370,8 +371,9 @@ func TestPassthroughRate(t *testing.T) {
 }
 
 // What an upstream says through the gateway hides the secret values its session runs
-// with (its headers here), as tool results do: in a resource's text, in the URI it is
-// listed under, and in a prompt's messages.
+// with (its headers here), as tool results do: in a resource's text, in a blob that is
+// UTF-8 text, in the URI it is listed under, and in a prompt's messages; a blob that is
+// not text is passed on as it came.
 func TestPassthroughMasksSecrets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -383,8 +385,17 @@ func TestPassthroughMasksSecrets(t *testing.T) {
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "the key is " + secret}}}, nil
 		})
+	binary := append([]byte{0xff, 0xfe, 0x00}, secret...) // not UTF-8: passed on as it is
+	up.AddResource(&mcp.Resource{URI: "test://blobs", Name: "blobs"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{
+				{URI: "test://blobs/text", MIMEType: "application/octet-stream", Blob: []byte("key=" + secret + "\n")},
+				{URI: "test://blobs/binary", MIMEType: "application/octet-stream", Blob: binary}}}, nil
+		})
 	up.AddPrompt(&mcp.Prompt{Name: "leak"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "use " + secret}}}}, nil
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "use " + secret}},
+			{Role: "user", Content: &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "test://blobs/text",
+				Blob: []byte("key=" + secret)}}}}}, nil
 	})
 	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true,
 		Headers: map[string]string{"X-Api-Key": secret}}, "echo")
@@ -400,9 +411,60 @@ func TestPassthroughMasksSecrets(t *testing.T) {
 		!strings.HasPrefix(res.Contents[0].Text, "the key is ") {
 		t.Fatalf("read: %+v, %v; want the text with the secret masked", res, err)
 	}
-	text, _ := promptText(t, cs, "mt__leak", nil)
+	res, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "toolwarden://mt/test://blobs"})
+	if err != nil || len(res.Contents) != 2 {
+		t.Fatalf("read the blobs: %+v, %v", res, err)
+	}
+	if got := string(res.Contents[0].Blob); got != "key=***\n" {
+		t.Fatalf("a text blob: %q, want the secret masked", got)
+	}
+	if !bytes.Equal(res.Contents[1].Blob, binary) {
+		t.Fatalf("a binary blob: %q, want it as it came", res.Contents[1].Blob)
+	}
+	text, pr := promptText(t, cs, "mt__leak", nil)
 	if strings.Contains(text, secret) || !strings.HasPrefix(text, "use ") {
 		t.Fatalf("prompt: %q, want the secret masked", text)
+	}
+	if emb, _ := pr.Messages[1].Content.(*mcp.EmbeddedResource); emb == nil || emb.Resource == nil || string(emb.Resource.Blob) != "key=***" {
+		t.Fatalf("the prompt's embedded blob: %#v, want the secret masked", pr.Messages[1].Content)
+	}
+}
+
+// An upstream's list that fails is left out and logged, and the log hides the secret
+// values its session runs with as the answers do: the upstream's error may quote them.
+func TestPassthroughListErrorLoggedMasked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := webtest.Start(t, nil)
+	const secret = "sk-live-fedcba9876543210"
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			switch method {
+			case "resources/list", "resources/templates/list", "prompts/list":
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the key " + secret + " is not valid here"}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	srv.RegisterServer(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true, Trusted: true,
+		Headers: map[string]string{"X-Api-Key": secret}}, "echo")
+	cs := mustConnect(t, srv, srv.Token(t, "admin"), eras[0])
+	if got := listAll(t, cs.Resources(ctx, nil)); len(got) != 0 {
+		t.Fatalf("resources of a server that cannot list them: %v", uris(got))
+	}
+	if got := listAll(t, cs.ResourceTemplates(ctx, nil)); len(got) != 0 {
+		t.Fatalf("templates of a server that cannot list them: %d", len(got))
+	}
+	if got := listAll(t, cs.Prompts(ctx, nil)); len(got) != 0 {
+		t.Fatalf("prompts of a server that cannot list them: %v", promptNames(got))
+	}
+	logs := srv.Logs.String()
+	if n := strings.Count(logs, "an upstream's list left out"); n != 3 || !strings.Contains(logs, "is not valid here") {
+		t.Fatalf("%d list failures logged, want 3 with the upstream's reason:\n%s", n, logs)
+	}
+	if strings.Contains(logs, secret) {
+		t.Fatalf("the log shows the server's secret:\n%s", logs)
 	}
 }
 

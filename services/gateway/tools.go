@@ -53,7 +53,9 @@ func (g *Gateway) tools(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				return next(ctx, method, req) // the SDK's table holds them (changed.go)
 			}
-			if cr.Params.RequestState != "" && g.exec != nil {
+			// Without keys this server hands out no requestState and cannot check one,
+			// so such a call is held like any other (Options.Keys).
+			if cr.Params.RequestState != "" && g.exec != nil && g.opts.Keys != nil {
 				return g.retried(ctx, c, cr)
 			}
 			res, err := g.call(ctx, c, cr)
