@@ -1,7 +1,9 @@
 package router
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -41,9 +43,27 @@ func (ms masks) result(res *Result) {
 		c.Text, c.URI, c.Name, c.Title, c.Description = ms.text(c.Text), ms.text(c.URI), ms.text(c.Name), ms.text(c.Title), ms.text(c.Description)
 		if c.Resource != nil {
 			c.Resource.URI, c.Resource.Text = ms.text(c.Resource.URI), ms.text(c.Resource.Text)
+			if c.Resource.Blob != "" {
+				c.Resource.Blob = ms.blob(c.Resource.Blob)
+			}
 		}
 	}
 	res.StructuredContent = ms.json(res.StructuredContent)
+}
+
+// blob masks an embedded resource's base64 blob whose bytes are UTF-8 text (a
+// configuration file sent as application/octet-stream can quote a secret as text does);
+// other bytes (an image) are left as they came, as the gateway's resources/read does.
+func (ms masks) blob(b64 string) string {
+	raw, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil || !utf8.Valid(raw) {
+		return b64
+	}
+	s := string(raw)
+	if out := ms.text(s); out != s {
+		return base64.StdEncoding.EncodeToString([]byte(out))
+	}
+	return b64
 }
 
 // progress masks a progress message and clips it to maxProgressMessage. It masks before

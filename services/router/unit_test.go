@@ -251,6 +251,19 @@ func TestMasks(t *testing.T) {
 	if got := ms.text("slept with " + secret); strings.Contains(got, secret) {
 		t.Errorf("progress message still shows the secret: %q", got)
 	}
+	// A blob whose bytes are text (a configuration file as application/octet-stream) is
+	// masked as text is; other bytes (an image) are left as they came.
+	textBlob := base64.StdEncoding.EncodeToString([]byte("API_KEY=" + secret + "\n"))
+	binBlob := base64.StdEncoding.EncodeToString(append([]byte{0xff, 0xfe}, secret...))
+	res = &Result{Content: []Content{{Type: "resource", Resource: &Resource{URI: "file:///env", Blob: textBlob}},
+		{Type: "resource", Resource: &Resource{URI: "file:///img", Blob: binBlob}}}}
+	ms.result(res)
+	if got, _ := base64.StdEncoding.DecodeString(res.Content[0].Resource.Blob); string(got) != "API_KEY=***\n" {
+		t.Errorf("a text blob reads %q, want the secret masked", got)
+	}
+	if res.Content[1].Resource.Blob != binBlob {
+		t.Error("a blob that is not UTF-8 was changed")
+	}
 }
 
 // A LOW call's records may commit asynchronously; MEDIUM and HIGH calls' and audited
