@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
@@ -67,5 +68,98 @@ func TestBrowserCollaborationAnswer(t *testing.T) {
 	if res := mcpWait(t, "the rejected question", out); res.IsError || !strings.HasPrefix(mcpText(res), "The user declined: reject") {
 		t.Fatalf("the call got %+v %q", res, mcpText(res))
 	}
+	b.checkConsole()
+}
+
+// TestBrowserCollaborationEmptyAnswer: Enter in the empty answer box used to send
+// nothing, and the server's refusal replaced the whole question (prompt, box, buttons)
+// with an error line, the focus dropping to <body> and the agent blocked until a
+// reload. The box now asks for an answer before anything is sent; an answer the server
+// refuses (spaces only) brings the question back with the error at the box and the
+// words as typed; the agent keeps waiting, and a real answer then reaches it, the focus
+// on the line that says so.
+func TestBrowserCollaborationEmptyAnswer(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__user_collaboration")
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{srv.Token(t, "admin")}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// A failure leaves the call waiting: cancelled first, so that closing does not wait.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("open the tools", chromedp.Navigate(srv.URL+"/tools"))
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	out := mcpCall(ctx, cs, "builtin__user_collaboration", map[string]any{"prompt": "May I deploy to staging?"}, 0)
+	b.waitJS("the question appears", `!!document.querySelector("[data-testid=collaboration-answer]")`)
+
+	// The question is a region named by its prompt, not an alertdialog that never
+	// takes the focus.
+	if !eval[bool](b, `(() => {
+		const card = document.querySelector("[data-testid=collaboration]");
+		const name = document.getElementById(card.getAttribute("aria-labelledby"));
+		return card.getAttribute("role") === "region" && name?.textContent === "May I deploy to staging?";
+	})()`) {
+		t.Errorf("the question's card: %s", eval[string](b, `document.querySelector("[data-testid=collaboration]").outerHTML.slice(0, 300)`))
+	}
+	cardIntact := func(what string) {
+		t.Helper()
+		if !eval[bool](b, `!!document.querySelector("[data-testid=collaboration] [data-testid=collaboration-answer]") &&
+			document.querySelector("[data-testid=collaboration-prompt]")?.textContent === "May I deploy to staging?" &&
+			!!document.querySelector("[data-testid=collaboration-approve]") && !document.querySelector("[data-testid=collaboration-answered]")`) {
+			t.Fatalf("%s: the question is gone; the stack reads %q", what,
+				eval[string](b, `document.querySelector("#collaborations").innerText`))
+		}
+		select {
+		case o := <-out:
+			t.Fatalf("%s: the call answered: %+v %v", what, o.res, o.err)
+		default:
+		}
+	}
+
+	// Enter in the empty box: the browser asks for an answer (the box is required),
+	// nothing is sent. Either that or the old request's answer ends the wait.
+	b.do("watch for a refused box", chromedp.Evaluate[chromedp.Void](
+		`document.addEventListener("invalid", e => { window.__twInvalid = e.target.id; }, true)`))
+	b.do("press Enter in the empty box", chromedp.SendKeys(chromedp.CSS(`[data-testid=collaboration-answer]`), kb.Enter))
+	b.waitJS("the empty answer is refused or answered", `!!window.__twInvalid || !!document.querySelector("[data-testid=collaboration-answered]")`)
+	cardIntact("an empty answer")
+	if !eval[bool](b, `(() => { const i = document.querySelector("[data-testid=collaboration-answer]");
+		return i.validity.valueMissing && document.activeElement === i; })()`) {
+		t.Errorf("the empty box is not flagged, or lost the focus (on %s)", eval[string](b, `document.activeElement?.outerHTML.slice(0, 120) ?? "nothing"`))
+	}
+
+	// Spaces pass the browser's check; the server refuses them. The question comes
+	// back with the error at the box (aria-invalid, aria-describedby), what was typed,
+	// and the focus in the box.
+	b.do("send spaces", chromedp.SendKeys(chromedp.CSS(`[data-testid=collaboration-answer]`), "   "+kb.Enter))
+	b.waitJS("the refusal is shown", `!!document.querySelector("[data-testid=collaboration-answer-error]") || !!document.querySelector("[data-testid=collaboration-answered]")`)
+	cardIntact("an answer of spaces")
+	if !eval[bool](b, `(() => {
+		const i = document.querySelector("[data-testid=collaboration-answer]");
+		const e = document.querySelector("[data-testid=collaboration-answer-error]");
+		return i.getAttribute("aria-invalid") === "true" && (i.getAttribute("aria-describedby") || "").split(" ").includes(e.id) &&
+			/say something/i.test(e.textContent) && i.value === "   " && document.activeElement === i;
+	})()`) {
+		t.Errorf("the refusal is not tied to the box: %s; focus on %s",
+			eval[string](b, `document.querySelector("[data-testid=collaboration]").outerHTML`),
+			eval[string](b, `document.activeElement?.outerHTML.slice(0, 120) ?? "nothing"`))
+	}
+
+	// A real answer reaches the agent; the focus is on the line that says so.
+	b.do("answer", chromedp.Evaluate[chromedp.Void](`document.querySelector("[data-testid=collaboration-answer]").value = ""`),
+		chromedp.SendKeys(chromedp.CSS(`[data-testid=collaboration-answer]`), "yes, go ahead"+kb.Enter))
+	b.do("answered", chromedp.WaitVisible(chromedp.CSS(`[data-testid=collaboration-answered]`)))
+	res := mcpWait(t, "the waiting call", out)
+	if res.IsError || !strings.Contains(mcpText(res), "User response: yes, go ahead") {
+		t.Fatalf("the call got %+v %q", res, mcpText(res))
+	}
+	b.waitJS("the focus is on the answered line", `document.activeElement?.dataset.testid === "collaboration-answered"`)
 	b.checkConsole()
 }
