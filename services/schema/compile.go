@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -45,6 +47,81 @@ func lenientRegexp(s string) (jsonschema.Regexp, error) {
 		return &boundedRegexp{re: re, insts: patternInsts(s)}, nil
 	}
 	return anything(s), nil
+}
+
+// regexpEngine is lenientRegexp while the schema compiles, and regexValue once done
+// (done set): the library calls the same engine for every string validated under
+// format "regex" (assertive in drafts 4 to 7), where compiling an argument such as
+// "\pL{1000}" over and over would cost seconds and gigabytes a call.
+func regexpEngine(done *atomic.Bool) jsonschema.RegexpEngine {
+	return func(s string) (jsonschema.Regexp, error) {
+		if !done.Load() {
+			return lenientRegexp(s)
+		}
+		return regexValue(s)
+	}
+}
+
+// errNotRegex is format "regex"'s reason for a value that no dialect accepts.
+var errNotRegex = errors.New("unbalanced parentheses or a trailing backslash")
+
+// regexValue checks a value under format "regex" without compiling it: in one pass, it
+// refuses only what both ECMA-262 (the format's dialect) and Go refuse, parentheses that
+// do not balance and a trailing backslash, read with either dialect's character classes
+// (a "]" first in a class closes it in ECMA, "[^]", and is literal in Go, "[]a]"). Any
+// other value passes, as lenientRegexp lets patterns Go cannot run through.
+func regexValue(s string) (jsonschema.Regexp, error) {
+	if !regexShape(s, false) && !regexShape(s, true) {
+		return nil, errNotRegex
+	}
+	return anything(s), nil
+}
+
+// regexShape reports whether s's parentheses balance outside character classes and
+// nothing ends in a lone backslash; goStyle reads classes and \Q…\E as Go does.
+func regexShape(s string, goStyle bool) bool {
+	depth := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			if i+1 == len(s) {
+				return false
+			}
+			if goStyle && s[i+1] == 'Q' { // quoted up to \E or the end
+				end := strings.Index(s[i+2:], `\E`)
+				if end < 0 {
+					return depth == 0
+				}
+				i += 2 + end + 1
+				continue
+			}
+			i++
+		case '[':
+			j := i + 1
+			if j < len(s) && s[j] == '^' {
+				j++
+			}
+			if goStyle && j < len(s) && s[j] == ']' {
+				j++
+			}
+			for ; j < len(s) && s[j] != ']'; j++ {
+				if s[j] == '\\' {
+					j++
+				}
+			}
+			if j >= len(s) {
+				return false // the class is not closed
+			}
+			i = j
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth < 0 {
+				return false
+			}
+		}
+	}
+	return depth == 0
 }
 
 type anything string
@@ -87,7 +164,9 @@ func compileDoc(doc any) (*jsonschema.Schema, string, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(refusingLoader{})
-	c.UseRegexpEngine(lenientRegexp)
+	var done atomic.Bool
+	defer done.Store(true) // the schemas compiled, later calls check values (findAnchors compiles too)
+	c.UseRegexpEngine(regexpEngine(&done))
 	if err := c.AddResource(baseURL, doc); err != nil {
 		return nil, "", fmt.Errorf("schema: %w", err)
 	}
@@ -248,31 +327,41 @@ func given(ve *jsonschema.ValidationError, secret bool) string {
 }
 
 // secretProperties are the top-level properties a schema document marks secret
-// anywhere within (writeOnly, or format password, at any depth, or behind a local $ref
-// into definitions that mark one): what validation says about their values quotes none.
-// Erring wide costs only a quoted value in an error. The compiled schema keeps no
-// unknown format's name.
+// anywhere within (writeOnly, or format password, at any depth, or where a $ref in them
+// leads: {"$ref": "#/properties/pw"} is as secret as pw): what validation says about
+// their values quotes none. Erring wide costs only a quoted value in an error: a ref this
+// cannot follow counts as leading to a mark when the document marks anything. The
+// compiled schema keeps no unknown format's name.
 func secretProperties(doc any) map[string]bool {
 	root, _ := doc.(map[string]any)
-	props, _ := root["properties"].(map[string]any)
-	defsSecret := false
-	for _, k := range []string{"$defs", "definitions"} {
-		defsSecret = defsSecret || marksSecretWithin(root[k], 0)
+	if !marksSecretWithin(root, 0) {
+		return nil // no reference leads out of the document (refusingLoader)
 	}
+	r := &secretRefs{root: root, found: map[string]bool{}, work: maxSecretRefWork}
+	dialect, _ := root["$schema"].(string)
+	for _, v := range root {
+		// An embedded resource ($id, draft-04's id) resolves "#/..." against itself.
+		r.wide = r.wide || anyWithin(v, 1, func(m map[string]any) bool {
+			_, id := m["$id"].(string)
+			_, oldID := m["id"].(string)
+			return id || oldID && strings.Contains(dialect, "draft-04")
+		})
+	}
+	props, _ := root["properties"].(map[string]any)
 	rest := map[string]any{}
 	for k, v := range root {
 		if k != "properties" && k != "$defs" && k != "definitions" {
 			rest[k] = v
 		}
 	}
-	if marksSecretWithin(rest, 0) || defsSecret && hasRef(rest, 0) {
+	if r.leadsToMark(rest) {
 		// Marked where the root's allOf, anyOf or $ref lead, beside its properties:
 		// every argument is taken for secret.
 		return map[string]bool{allSecret: true}
 	}
 	var out map[string]bool
 	for name, v := range props {
-		if marksSecretWithin(v, 0) || defsSecret && hasRef(v, 0) {
+		if r.leadsToMark(v) {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -286,19 +375,112 @@ func secretProperties(doc any) map[string]bool {
 // holds a NUL (the text checks refuse one before validation).
 const allSecret = "\x00all"
 
-// marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its
-// values secret (MarksSecret's rule).
-func marksSecretWithin(v any, depth int) bool {
+// maxSecretRefWork bounds the schema objects secretProperties looks at through
+// references (each property's are looked at again); past it, every reference is taken
+// to lead to a mark.
+const maxSecretRefWork = 200_000
+
+// secretRefs follows the local references of a document that marks something secret.
+type secretRefs struct {
+	root  map[string]any
+	wide  bool            // "#/..." may not be relative to the root: every ref leads to a mark
+	found map[string]bool // refs known to lead to a mark
+	work  int
+}
+
+// leadsToMark reports whether v, a decoded schema, marks its values secret at any depth
+// or holds a reference that leads to a schema that does (followed on, through refs).
+func (r *secretRefs) leadsToMark(v any) bool {
+	return r.within(v, map[string]bool{}, 0)
+}
+
+// within is leadsToMark; visiting holds the refs this question has followed already
+// (a ref met again adds nothing: its first visit looks at all it leads to).
+func (r *secretRefs) within(v any, visiting map[string]bool, depth int) bool {
 	return anyWithin(v, depth, func(m map[string]any) bool {
-		f, _ := m["format"].(string)
-		w, _ := m["writeOnly"].(bool)
-		return f == "password" || w
+		if r.work--; r.work < 0 || marksSecret(m) {
+			return true
+		}
+		for _, k := range []string{"$ref", "$dynamicRef", "$recursiveRef"} {
+			if ref, ok := m[k]; ok && r.refLeads(k, ref, visiting) {
+				return true
+			}
+		}
+		return false
 	})
 }
 
-// hasRef reports whether v, a decoded schema, holds a $ref at any depth.
-func hasRef(v any, depth int) bool {
-	return anyWithin(v, depth, func(m map[string]any) bool { _, ok := m["$ref"]; return ok })
+func (r *secretRefs) refLeads(k string, ref any, visiting map[string]bool) bool {
+	s, ok := ref.(string)
+	switch {
+	case !ok: // the compiler refuses it
+		return false
+	case k != "$ref" || r.wide: // found at run time, or relative to an embedded $id
+		return true
+	case r.found[s]:
+		return true
+	case visiting[s]:
+		return false
+	}
+	target, ok := refTarget(r.root, s)
+	if !ok { // an $anchor, a $id's URL: not followed
+		return true
+	}
+	visiting[s] = true
+	if r.within(target, visiting, 0) {
+		r.found[s] = true
+		return true
+	}
+	return false
+}
+
+// refTarget is what a "#" or "#/json/pointer" reference names in the decoded document.
+func refTarget(root map[string]any, ref string) (any, bool) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, false
+	}
+	if f, err := url.PathUnescape(frag); err == nil {
+		frag = f
+	}
+	if frag == "" {
+		return root, true
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return nil, false
+	}
+	var cur any = root
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			if cur, ok = c[tok]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, false
+			}
+			cur = c[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its
+// values secret (MarksSecret's rule).
+func marksSecretWithin(v any, depth int) bool {
+	return anyWithin(v, depth, marksSecret)
+}
+
+// marksSecret is MarksSecret for a schema object as jsonschema.UnmarshalJSON decodes it.
+func marksSecret(m map[string]any) bool {
+	f, _ := m["format"].(string)
+	w, _ := m["writeOnly"].(bool)
+	return f == "password" || w
 }
 
 // anyWithin reports whether an object in v, at any depth, is one match says: true past a

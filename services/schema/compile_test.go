@@ -289,3 +289,37 @@ func TestRootRefSecretValuesNotQuoted(t *testing.T) {
 		}
 	}
 }
+
+// A property that refers to a secret one ($ref into properties, the root, or through a
+// chain of definitions) is as secret: its value is quoted by no problem. One referring
+// to a definition that marks nothing is still quoted.
+func TestSecretThroughRefNotQuoted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, schema string }{
+		{"ref to a property", `{"type":"object","properties":{"pw":{"type":"string","writeOnly":true,"pattern":"^[0-9]{6}$"},
+			"other":{"$ref":"#/properties/pw"},"plain":{"$ref":"#/$defs/Word"}},"$defs":{"Word":{"type":"string","pattern":"^[a-z]+$"}}}`},
+		{"chain of definitions", `{"type":"object","properties":{"pw":{"type":"string","format":"password"},
+			"other":{"$ref":"#/$defs/A"},"plain":{"$ref":"#/$defs/Word"}},
+			"$defs":{"A":{"$ref":"#/$defs/B"},"B":{"allOf":[{"$ref":"#/properties/pw"}],"pattern":"^[0-9]{6}$"},"Word":{"type":"string","pattern":"^[a-z]+$"}}}`},
+		{"escaped pointer", `{"type":"object","properties":{"p w":{"type":"string","writeOnly":true},
+			"other":{"allOf":[{"$ref":"#/properties/p%20w"}],"pattern":"^[0-9]{6}$"},"plain":{"type":"string","pattern":"^[a-z]+$"}}}`},
+		{"anchor", `{"type":"object","properties":{"pw":{"$anchor":"pw","type":"string","writeOnly":true},
+			"other":{"$ref":"#pw","pattern":"^[0-9]{6}$"},"plain":{"type":"string","pattern":"^[a-z]+$"}}}`},
+	} {
+		s, err := CompileSchema(json.RawMessage(tc.schema))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		err = ValidateArguments(s, json.RawMessage(`{"other":"tiger-lily-77","plain":"PLAIN-9"}`))
+		var ve *verr.Error
+		if !errors.As(err, &ve) {
+			t.Fatalf("%s: got %v, want problems", tc.name, err)
+		}
+		if got := ve.For("/other"); got == "" || strings.Contains(got, "tiger-lily") {
+			t.Errorf("%s: /other: %q, want a problem that does not quote the value", tc.name, got)
+		}
+		if got := ve.For("/plain"); !strings.Contains(got, "PLAIN-9") {
+			t.Errorf("%s: /plain: %q, want the value quoted (nothing marks it secret)", tc.name, got)
+		}
+	}
+}

@@ -242,9 +242,7 @@ func checkComplexity(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (str
 	}
 	ptr := ""
 	if at != nil {
-		if p, ok := strings.CutPrefix(at.Location, baseURL+"#"); ok {
-			ptr = p
-		}
+		ptr = locationPtr(at)
 	}
 	where := "the root"
 	if ptr != "" {

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"regexp/syntax"
 	"runtime"
@@ -66,6 +67,20 @@ func (b *boundedRegexp) String() string { return b.re.String() }
 
 func (b *boundedRegexp) tooLong(s string) bool { return len(s) > maxMatchWork/max(b.insts, 1) }
 
+// locationPtr is the JSON pointer into the schema document of a compiled subschema:
+// its Location is a URL, whose fragment escapes what is not ASCII or not allowed there
+// ("my key" is "my%20key"), and problems name places by plain JSON pointers.
+func locationPtr(s *jsonschema.Schema) string {
+	frag, ok := strings.CutPrefix(s.Location, baseURL+"#")
+	if !ok {
+		return ""
+	}
+	if p, err := url.PathUnescape(frag); err == nil {
+		return p
+	}
+	return frag
+}
+
 // patternInsts is the number of instructions Go's regexp compiles p to (as
 // regexp.Compile does), or 0 when it cannot compile p.
 func patternInsts(p string) int {
@@ -108,7 +123,7 @@ func checkPatterns(c *jsonschema.Compiler, s *jsonschema.Schema, doc any) (strin
 	x.collect()
 	found := false
 	for _, sub := range x.order {
-		at, _ := strings.CutPrefix(sub.Location, baseURL+"#")
+		at := locationPtr(sub)
 		check := func(re jsonschema.Regexp, ptr string) error {
 			if n := insts(re); n > maxPatternInsts {
 				return fmt.Errorf("%w: the pattern at %q compiles to %d regexp instructions, over the %d allowed (matching costs the input's length times that); simplify it (fewer or smaller counted repeats such as {1000})", ErrTooComplex, ptr, n, maxPatternInsts)

@@ -324,7 +324,7 @@ func (c *checker) inputSchema(raw json.RawMessage) {
 		return
 	}
 	if root, o := c.schema(raw, inputSide); o != nil {
-		c.params(root, o, "/inputSchema", false, 0)
+		c.params(root, o, "/inputSchema", false, 0, nil)
 	}
 }
 
@@ -611,8 +611,10 @@ func place(side, ptr string) string {
 var typedKeywords = []string{"type", "enum", "const", "$ref", "$dynamicRef", "oneOf", "anyOf", "allOf"}
 
 // params checks the properties of an object schema, and recursively those of
-// nested objects, array items, alternatives and definitions.
-func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int) {
+// nested objects, array items, alternatives and definitions. outer are the schemas
+// whose allOf, anyOf or oneOf o is a branch of (innermost last): they apply to the
+// same value, so the properties they define count for o's required.
+func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int, outer []View) {
 	if depth > maxDepth {
 		return
 	}
@@ -647,19 +649,29 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 				c.add(pp, "param_undescribed", sev, fmt.Sprintf(
 					"%s has no description; the model has only its name to guess what to send.", where))
 			}
-			c.params(root, p, pp, true, depth+1)
+			c.params(root, p, pp, true, depth+1, nil)
 		}
 	}
-	c.required(root, o, ptr)
+	c.required(root, o, ptr, outer)
 	for _, k := range []string{"items", "additionalProperties", "unevaluatedProperties"} {
 		if sub := o.Object(k); sub != nil {
-			c.params(root, sub, join(ptr, k), true, depth+1)
+			c.params(root, sub, join(ptr, k), true, depth+1, nil)
 		}
 	}
+	// A branch's required names may be the properties beside it: "at least one of a and
+	// b" is {"properties": {"a", "b"}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}.
+	var branchOuter []View
 	for _, k := range []string{"items", "prefixItems", "anyOf", "oneOf", "allOf"} {
 		for i, e := range o.Array(k) {
 			if sub, ok := e.(*Object); ok {
-				c.params(root, sub, join(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1)
+				var in []View
+				if k != "items" && k != "prefixItems" {
+					if branchOuter == nil {
+						branchOuter = append(slices.Clip(outer), Resolve(root, o, ptr))
+					}
+					in = branchOuter
+				}
+				c.params(root, sub, join(ptr, k, strconv.Itoa(i)), nested || k == "items" || k == "prefixItems", depth+1, in)
 			}
 		}
 	}
@@ -667,7 +679,7 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 		defs := o.Object(k)
 		for _, name := range defs.Keys() {
 			if sub, ok := defs.m[name].(*Object); ok {
-				c.params(root, sub, join(ptr, k, name), true, depth+1)
+				c.params(root, sub, join(ptr, k, name), true, depth+1, nil)
 			}
 		}
 	}
@@ -688,18 +700,13 @@ func described(root any, p *Object, ptr string) bool {
 	return strings.TrimSpace(Resolve(root, p, ptr).Str("description")) != ""
 }
 
-// required reports names in "required" that no property defines. Names that
-// patternProperties or an additionalProperties schema may cover are left alone.
-func (c *checker) required(root any, o *Object, ptr string) {
+// required reports names in "required" that no property defines, in o, its
+// allOf/anyOf/oneOf branches, or the schemas outer it is a branch of (and their
+// branches). Names that patternProperties or an additionalProperties schema may
+// cover are left alone.
+func (c *checker) required(root any, o *Object, ptr string, outer []View) {
 	req := o.Array("required")
 	if len(req) == 0 {
-		return
-	}
-	v := Resolve(root, o, ptr)
-	if v.Has("patternProperties") {
-		return
-	}
-	if ap, _ := v.Object("additionalProperties"); ap != nil {
 		return
 	}
 	known := map[string]bool{}
@@ -710,11 +717,21 @@ func (c *checker) required(root any, o *Object, ptr string) {
 			}
 		}
 	}
-	addProps(v)
-	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
-		for i, e := range v.Array(k) {
-			if sub, ok := e.(*Object); ok {
-				addProps(Resolve(root, sub, join(ptr, k, strconv.Itoa(i))))
+	for _, v := range append(slices.Clip(outer), Resolve(root, o, ptr)) {
+		if v.Has("patternProperties") {
+			return
+		}
+		if ap, _ := v.Object("additionalProperties"); ap != nil {
+			return
+		}
+		addProps(v)
+		for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+			a, at, _ := v.Get(k)
+			branches, _ := a.([]any)
+			for i, e := range branches {
+				if sub, ok := e.(*Object); ok {
+					addProps(Resolve(root, sub, join(at, k, strconv.Itoa(i))))
+				}
 			}
 		}
 	}
