@@ -19,6 +19,8 @@ import (
 
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/usage"
 )
 
 // header opens every exported file.
@@ -32,6 +34,10 @@ const header = `# Toolwarden configuration: written by 'toolwarden export', read
 #   - tools: a secret parameter is a reference, secret: ${env:NAME}. 'toolwarden import'
 #     stores the value of that environment variable when it is set; otherwise the value
 #     already stored stays, and a parameter with neither is reported as not applied.
+#   - test cases and compensations: an argument the tool's (or the undo tool's) current
+#     input schema marks secret, saved before it did, is written as ******** with a
+#     comment; 'toolwarden import' applies no case or compensation holding one and keeps
+#     the stored one.
 # Tools are listed by qualified name (server__tool) with what an administrator set on
 # them; a listed tool gets exactly these settings, tools not listed are left as they are.
 `
@@ -118,16 +124,17 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 			listed = append(listed, t)
 		}
 	}
-	secret, err := s.secretSettings(ctx, listed)
+	schemas, undoSchemas, err := s.exportSchemas(ctx, listed)
 	if err != nil {
 		return nil, err
 	}
+	secret := secretSettings(listed, schemas)
 	refs, err := secretRefs(listed, secret)
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range listed {
-		f.Tools = append(f.Tools, toolEntry(t, refs))
+		f.Tools = append(f.Tools, toolEntry(t, refs, schemas[t.ID], undoSchemas[t.ID]))
 	}
 	var buf bytes.Buffer
 	buf.WriteString(header)
@@ -142,7 +149,10 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
+// toolEntry is t as the file gives it. schema is its current input schema and undoSchema
+// its undo tool's, read when it has test cases or fixed compensation values: what they
+// mark secret is masked (maskedArgs).
+func toolEntry(t *storedTool, refs map[[2]string]string, schema, undoSchema json.RawMessage) toolOut {
 	o := toolOut{Tool: t.qualified(), Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
 		Category: t.Category, Tags: t.Tags}
 	if t.Status == "enabled" || t.Status == "disabled" {
@@ -168,7 +178,16 @@ func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
 		if len(c.Arguments) > 0 {
 			co.Arguments = map[string]argumentOut{}
 			for k, a := range c.Arguments {
-				co.Arguments[k] = argumentOut{From: a.From, Value: yamlValue(a.Value)}
+				ao := argumentOut{From: a.From, Value: yamlValue(a.Value)}
+				if len(a.Value) > 0 {
+					if args, err := json.Marshal(map[string]json.RawMessage{k: a.Value}); err == nil {
+						v, masked := maskedArgs(undoSchema, args, "secret (the undo tool's input schema marks it): not exported; an import keeps the stored compensation")
+						if m, ok := v.(map[string]any); ok && masked {
+							ao.Value = m[k] // else yamlValue's explicit null stays
+						}
+					}
+				}
+				co.Arguments[k] = ao
 			}
 		}
 		o.Compensation = co
@@ -176,7 +195,8 @@ func toolEntry(t *storedTool, refs map[[2]string]string) toolOut {
 	for _, name := range slices.Sorted(maps.Keys(t.TestCases)) {
 		c := t.TestCases[name]
 		tc := testCaseOut{Name: c.Name, Expect: c.Expect, ExpectText: c.ExpectText}
-		if m, ok := yamlValue(c.Arguments).(map[string]any); ok && len(m) > 0 {
+		v, _ := maskedArgs(schema, c.Arguments, "secret (the tool's input schema marks it): not exported; an import keeps the stored case")
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
 			tc.Arguments = m
 		}
 		o.TestCases = append(o.TestCases, tc)
@@ -196,46 +216,67 @@ func SecretEnv(tool, param string) string {
 	return "TOOLWARDEN_SECRET_" + envUnsafe.ReplaceAllString(strings.ToUpper(tool+"__"+param), "_")
 }
 
-// secretSettings are the settings of ts, by qualified tool name and parameter, that the
-// file gives as references rather than values: each stored encrypted, and each stored in
-// clear under a parameter the tool's current input schema marks secret
-// (tools.Configuration.SecretIn: a value saved before a new definition said so, which
-// the tool page and the API hide too). Only the schemas of tools with a clear value are
-// read, in one query.
-func (s *Service) secretSettings(ctx context.Context, ts []*storedTool) (map[[2]string]bool, error) {
-	out := map[[2]string]bool{}
-	var ids []string
-	clear := map[string]bool{} // tool ids with a setting stored in clear
+// exportSchemas are the current input schemas the file needs, by tool id: of each tool
+// of ts with a setting stored in clear (secretSettings) or a test case, and, in undo, of
+// the undo tool of each with a fixed compensation value (maskedArgs). One query each,
+// made only when some tool needs it.
+func (s *Service) exportSchemas(ctx context.Context, ts []*storedTool) (own, undo map[string]json.RawMessage, err error) {
+	var ids, compensated []string
 	for _, t := range ts {
-		for name, p := range t.Config.Params {
-			if p.Secret != "" {
-				out[[2]string{t.qualified(), name}] = true
-			} else if !clear[t.ID] {
-				clear[t.ID] = true
-				ids = append(ids, t.ID)
+		needs := len(t.TestCases) > 0
+		for _, p := range t.Config.Params {
+			needs = needs || p.Secret == ""
+		}
+		if needs {
+			ids = append(ids, t.ID)
+		}
+		if c := t.Compensation; c != nil {
+			for _, a := range c.Arguments {
+				if len(a.Value) > 0 {
+					compensated = append(compensated, t.ID)
+					break
+				}
 			}
 		}
-	}
-	if len(ids) == 0 {
-		return out, nil
 	}
 	type toolSchema struct {
 		ID     string          `db:"id"`
 		Schema json.RawMessage `db:"input_schema"`
 	}
-	found, err := db.All[toolSchema](ctx, s.pool, "configcode: export: input schemas",
-		`/* configcode.export.schemas */ SELECT id::text AS id, input_schema FROM mcp_tools WHERE id = ANY($1::uuid[])`, ids)
-	if err != nil {
-		return nil, err
-	}
-	schemas := make(map[string]json.RawMessage, len(found))
-	for _, f := range found {
-		schemas[f.ID] = f.Schema
-	}
-	for _, t := range ts {
-		if !clear[t.ID] {
-			continue
+	read := func(ids []string, what, sql string) (map[string]json.RawMessage, error) {
+		out := map[string]json.RawMessage{}
+		if len(ids) == 0 {
+			return out, nil
 		}
+		found, err := db.All[toolSchema](ctx, s.pool, what, sql, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range found {
+			out[f.ID] = f.Schema
+		}
+		return out, nil
+	}
+	if own, err = read(ids, "configcode: export: input schemas",
+		`/* configcode.export.schemas */ SELECT id::text AS id, input_schema FROM mcp_tools WHERE id = ANY($1::uuid[])`); err != nil {
+		return nil, nil, err
+	}
+	if undo, err = read(compensated, "configcode: export: undo tools' input schemas",
+		`/* configcode.export.undo_schemas */ SELECT c.tool_id::text AS id, u.input_schema
+		FROM tool_compensations c JOIN mcp_tools u ON u.id = c.undo_tool_id WHERE c.tool_id = ANY($1::uuid[])`); err != nil {
+		return nil, nil, err
+	}
+	return own, undo, nil
+}
+
+// secretSettings are the settings of ts, by qualified tool name and parameter, that the
+// file gives as references rather than values: each stored encrypted, and each stored in
+// clear under a parameter the tool's current input schema (schemas, by tool id) marks
+// secret (tools.Configuration.SecretIn: a value saved before a new definition said so,
+// which the tool page and the API hide too).
+func secretSettings(ts []*storedTool, schemas map[string]json.RawMessage) map[[2]string]bool {
+	out := map[[2]string]bool{}
+	for _, t := range ts {
 		secret := t.Config.SecretIn(schemas[t.ID])
 		for name := range t.Config.Params {
 			if secret(name) {
@@ -243,7 +284,45 @@ func (s *Service) secretSettings(ctx context.Context, ts []*storedTool) (map[[2]
 			}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// maskedArgs is yamlValue of a saved case's or compensation's arguments with each value
+// the current input schema marks secret (tools.SecretArgNames: saved before the schema
+// said so, as a clear setting may be) written as ******** and a comment: the export
+// needs only tool.inspect. An import finds the mask where the schema marks a secret
+// (tools.SecretsHeld), applies nothing holding it and keeps the stored one. It reports
+// whether it masked anything.
+func maskedArgs(schema, args json.RawMessage, comment string) (any, bool) {
+	masked := tools.MaskArgs(args, tools.SecretArgNames(schema))
+	if bytes.Equal(masked, args) {
+		return yamlValue(args), false
+	}
+	return noteMasks(decodeJSON(args), yamlValue(masked), comment), true
+}
+
+// noteMasks puts comment beside each mask in masked (yamlValue of orig masked) where
+// orig held something else.
+func noteMasks(orig, masked any, comment string) any {
+	switch m := masked.(type) {
+	case string:
+		if o, ok := orig.(string); m == usage.Mask && (!ok || o != usage.Mask) {
+			return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: m, LineComment: comment}
+		}
+	case map[string]any:
+		o, _ := orig.(map[string]any)
+		for k, v := range m {
+			m[k] = noteMasks(o[k], v, comment)
+		}
+	case []any:
+		o, _ := orig.([]any)
+		for i, v := range m {
+			if i < len(o) {
+				m[i] = noteMasks(o[i], v, comment)
+			}
+		}
+	}
+	return masked
 }
 
 // secretRefs names the variable of each secret setting of ts (secretSettings), by
