@@ -15,6 +15,9 @@ import (
 // it works for and finds again by full-text search, and the conversation's todo list.
 func Memory(m *memory.Service) Tool {
 	text := map[string]any{"type": "string"}
+	// A todo's title, bounded as memory bounds it: without a bound, padding that
+	// memory trims away would still reach it, megabytes in each of 500 items.
+	title := map[string]any{"type": "string", "maxLength": memory.MaxTitle}
 	id := map[string]any{"type": "string", "description": "the id store, list or todo_add answered"}
 	limit := map[string]any{"type": "integer", "minimum": 1, "maximum": memory.MaxResults, "description": "at most this many"}
 	owner := func(c Call) memory.Owner {
@@ -92,7 +95,7 @@ func Memory(m *memory.Service) Tool {
 					return "Deleted note " + in.ID + ".", map[string]any{"deleted": in.ID}, nil
 				})},
 			{Name: "todo_add", Description: "add an item to this conversation's todo list",
-				Properties: map[string]any{"title": map[string]any{"type": "string", "minLength": 1, "maxLength": 1000, "description": "the task"}},
+				Properties: map[string]any{"title": map[string]any{"type": "string", "minLength": 1, "maxLength": memory.MaxTitle, "description": "the task"}},
 				Required:   []string{"title"},
 				Display:    func(a map[string]any) string { return "Adding todo: " + clip(str(a["title"]), 60) },
 				Run: run(func(ctx context.Context, c Call, in memoryArgs) (string, any, error) {
@@ -117,7 +120,7 @@ func Memory(m *memory.Service) Tool {
 					"action": map[string]any{"type": "string", "enum": []string{"read", "write", "update"}, "description": "what to do with the list"},
 					"todos": map[string]any{"type": "array", "maxItems": 500, "description": "write: the whole list; update: the todos to change",
 						"items": map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{
-							"id": text, "title": text,
+							"id": text, "title": title,
 							"status": map[string]any{"type": "string", "enum": memory.TodoStatuses}}}},
 				},
 				Required: []string{"action"},

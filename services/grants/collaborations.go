@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -196,6 +197,33 @@ const pollEvery = 2 * time.Second
 // not pin the wait.
 const heartbeatTimeout = 5 * time.Second
 
+// fileOperations are the operations of the built-in tool file_operations (a test keeps
+// them in step): a grant of one by its bare name ("create_file") allows it too.
+var fileOperations = []string{"read_file", "list_dir", "file_search", "grep_search", "get_file_info", "create_file",
+	"replace_string", "multi_replace", "insert_edit", "delete_file", "rename_file", "copy_file", "create_directory",
+	"restore_snapshot"}
+
+// fileTarget is the target of a question asking for operation op as it is stored, shown
+// to the person and matched. The path guard matches a file operation's grant against
+// the file's absolute, clean path, so such a target is cleaned as the guard cleans it
+// (".", "..", a trailing slash), and a relative one is refused: grants do not know the
+// workspace it would resolve in, and stored as written it would never match, so the
+// retry the person approved would be refused again. Other targets (a command) stay as
+// written.
+func fileTarget(op, target string) (string, error) {
+	op = normalize(op)
+	tool, _, dotted := strings.Cut(op, ".")
+	if target == "" || !(tool == "file_operations" || !dotted && slices.Contains(fileOperations, op)) {
+		return target, nil
+	}
+	if !filepath.IsAbs(target) {
+		return "", fault.Invalid("invalid_target", fmt.Sprintf("target: %q is not an absolute path: a file operation's target is "+
+			"the file's absolute path, as the authorization-required message names it (relative paths are not resolved here); "+
+			"or leave target out to allow the operation on any path", clip(target, 200)), nil)
+	}
+	return filepath.Clean(target), nil
+}
+
 // Ask records the question, announces it on the person's topic and waits until they
 // answer — without a time limit (seed 000 §4) — or ctx ends, which cancels the
 // question. The returned collaboration says how it ended.
@@ -206,13 +234,17 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	if strings.TrimSpace(q.Prompt) == "" {
 		return Collaboration{}, fault.Invalid("invalid_prompt", "prompt: say what to ask", nil)
 	}
+	target, err := fileTarget(q.AuthorizeOperation, q.Target)
+	if err != nil {
+		return Collaboration{}, err
+	}
 	ttl := q.TTL
 	if ttl < time.Second {
 		ttl = DefaultTTL
 	}
 	var c Collaboration
 	asker := audit.Caller(q.ActorKind, q.UserID, q.UserName, q.TokenID)
-	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		// The lock first, then the count in a statement of its own: its snapshot then
 		// sees what an Ask that held the lock before committed.
 		if _, err := tx.Exec(ctx, `/* grants.Ask.lock */ SELECT pg_advisory_xact_lock(hashtextextended('collab:' || $1, 0))`,
@@ -233,7 +265,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, `+dbNow(12)+`) RETURNING `+collabColumns,
 			q.UserID, q.UserName, q.ConversationID, q.CallID, q.ExecutionID, q.Source, q.Prompt,
-			normalize(q.AuthorizeOperation), q.Target, q.OneTime, int(ttl.Seconds()), s.at()))
+			normalize(q.AuthorizeOperation), target, q.OneTime, int(ttl.Seconds()), s.at()))
 		if err != nil {
 			return fmt.Errorf("grants: ask: %w", err)
 		}

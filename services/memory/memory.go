@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,7 +30,8 @@ const (
 	MaxTags    = 20
 	MaxTag     = 100 // characters of a tag
 	MaxResults = 50
-	MaxTodos   = 500 // items of one conversation's todo list
+	MaxTodos   = 500  // items of one conversation's todo list
+	MaxTitle   = 1000 // characters of a todo's title, once trimmed
 	// A person's notes and todos across their conversations, whose ids callers choose:
 	// without these an agent could fill the database one conversation at a time.
 	MaxNotes       = 10_000
@@ -298,8 +300,8 @@ func scanTodo(row pgx.Row) (Todo, error) {
 
 func checkTitle(title string) (string, error) {
 	title = strings.TrimSpace(title)
-	if title == "" || len([]rune(title)) > 1000 {
-		return "", fault.Invalid("invalid_title", "title: between 1 and 1000 characters", nil)
+	if title == "" || utf8.RuneCountInString(title) > MaxTitle {
+		return "", fault.Invalid("invalid_title", fmt.Sprintf("title: between 1 and %d characters", MaxTitle), nil)
 	}
 	return title, nil
 }
@@ -423,12 +425,17 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 	if len(changes) > MaxTodos {
 		return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos: at most %d", MaxTodos), nil)
 	}
+	// The titles are trimmed as WriteTodos trims them, on a copy (the caller's slice is
+	// theirs): storing the untrimmed one would keep its padding, megabytes of it, in
+	// the row and in the append-only audit log.
+	changes = slices.Clone(changes)
 	for i, c := range changes {
 		if c.ID == "" {
 			return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos[%d].id: which todo", i), nil)
 		}
 		if c.Title != "" {
-			if _, err := checkTitle(c.Title); err != nil {
+			var err error
+			if changes[i].Title, err = checkTitle(c.Title); err != nil {
 				return nil, err
 			}
 		}
