@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolwarden/toolwarden/services/grants"
 )
 
 // Question is what user_collaboration asks the person behind a call.
@@ -68,6 +71,11 @@ func UserCollaboration(a Asker) Tool {
 				}
 				if err := json.Unmarshal(args, &in); err != nil {
 					return errorResult("arguments: " + err.Error()), nil
+				}
+				if in.Target != "" && !filepath.IsAbs(in.Target) && c.Workspace != "" && grants.FileOperation(in.AuthorizeOperation) {
+					// A relative path is in the workspace, as the guard reads one: the grant
+					// is matched against the absolute path it resolves to.
+					in.Target = filepath.Join(c.Workspace, in.Target)
 				}
 				ans, err := a.Ask(ctx, Question{Call: c, Prompt: in.Prompt, AuthorizeOperation: in.AuthorizeOperation,
 					Target: in.Target, OneTime: in.OneTime})

@@ -274,13 +274,13 @@ func (s *Server) granted(ctx context.Context, c Call, op string, t target) (anyG
 }
 
 // errAuthorization is a write outside the workspace without a grant (seed 000 §2, §4).
-// It names the form a grant's target must take: the absolute, clean path, which is what
-// a grant is matched against (a relative one is refused when asked, services/grants).
+// It names the form a grant's target takes: the absolute path, which is what a grant is
+// matched against (user_collaboration resolves a relative one in the workspace).
 type errAuthorization struct{ key, path, workspace string }
 
 func (e *errAuthorization) Error() string {
 	return fmt.Sprintf("authorization required: %s is outside this conversation's workspace (%s). Ask the person first: "+
 		`call user_collaboration with {"prompt": "May I %s %s?", "authorize_operation": %q}, and retry after they approve. `+
-		`To ask for this file only, add "target": %q (a target is the file's absolute path, as written here; a relative one is refused).`,
+		`To ask for this file only, add "target": %q (the file's absolute path as written here, or its path relative to this conversation's workspace).`,
 		e.path, e.workspace, strings.TrimPrefix(e.key, "file_operations."), e.path, e.key, e.path)
 }

@@ -203,6 +203,15 @@ var fileOperations = []string{"read_file", "list_dir", "file_search", "grep_sear
 	"replace_string", "multi_replace", "insert_edit", "delete_file", "rename_file", "copy_file", "create_directory",
 	"restore_snapshot"}
 
+// FileOperation reports whether a question's operation is one of file_operations' (by
+// its full name, with or without the builtin__ prefix, or a bare operation's name),
+// whose target is a path the guard matches.
+func FileOperation(op string) bool {
+	op = normalize(op)
+	tool, _, dotted := strings.Cut(op, ".")
+	return tool == "file_operations" || !dotted && slices.Contains(fileOperations, op)
+}
+
 // fileTarget is the target of a question asking for operation op as it is stored, shown
 // to the person and matched. The path guard matches a file operation's grant against
 // the file's absolute, clean path, so such a target is cleaned as the guard cleans it
@@ -211,9 +220,7 @@ var fileOperations = []string{"read_file", "list_dir", "file_search", "grep_sear
 // retry the person approved would be refused again. Other targets (a command) stay as
 // written.
 func fileTarget(op, target string) (string, error) {
-	op = normalize(op)
-	tool, _, dotted := strings.Cut(op, ".")
-	if target == "" || !(tool == "file_operations" || !dotted && slices.Contains(fileOperations, op)) {
+	if target == "" || !FileOperation(op) {
 		return target, nil
 	}
 	if !filepath.IsAbs(target) {
