@@ -248,11 +248,17 @@ func (h AuditHandler) VerifyStatus(c echo.Context) error {
 	if c.Request().Header.Get("HX-Request") == "" {
 		return c.Redirect(http.StatusSeeOther, "/audit") // a fragment of that page, which polls it
 	}
+	return h.chainStatus(c, false)
+}
+
+// chainStatus renders the chain's status; the live region's text goes with it when
+// the check started (started) or ended, not with each poll while it runs.
+func (h AuditHandler) chainStatus(c echo.Context, started bool) error {
 	ch, err := h.chain(c)
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.AuditChainStatus(ch))
+	return render(c, http.StatusOK, views.AuditChainStatus(ch, started || !ch.Running))
 }
 
 // Verify starts a check of the chain in the background and shows its progress.
@@ -261,7 +267,7 @@ func (h AuditHandler) Verify(c echo.Context) error {
 	if c.Request().Header.Get("HX-Request") == "" {
 		return c.Redirect(http.StatusSeeOther, "/audit")
 	}
-	return h.VerifyStatus(c)
+	return h.chainStatus(c, true)
 }
 
 // SaveView stores the filters of the form's query under a name for the person.

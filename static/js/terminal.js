@@ -106,6 +106,10 @@
 	var replaying = 0;
 	var ws = null;
 	var retry = 500;
+	// The wait before a reconnect starts again from 500 ms only after a socket stayed
+	// open this long: a server that accepts and closes at once (the session's re-check
+	// could not reach the database) would otherwise be asked again twice a second.
+	var steady = 10000;
 	var done = false;
 	function send(msg) {
 		if (!readOnly && ws && ws.readyState === WebSocket.OPEN) {
@@ -144,11 +148,12 @@
 	function connect() {
 		var proto = location.protocol === "https:" ? "wss:" : "ws:";
 		var opened = false;
+		var openedAt = 0;
 		ws = new WebSocket(proto + "//" + location.host + el.dataset.ws + "?from=" + next);
 		ws.binaryType = "arraybuffer";
 		ws.onopen = function () {
 			opened = true;
-			retry = 500;
+			openedAt = Date.now();
 			setStatus(readOnly ? "watching" : "connected");
 			sendSize();
 		};
@@ -221,6 +226,9 @@
 			}
 			setStatus("reconnecting");
 			if (opened) {
+				if (Date.now() - openedAt >= steady) {
+					retry = 500;
+				}
 				reconnect();
 			} else {
 				probe();
