@@ -199,6 +199,8 @@
       btn.textContent = text;
       clearTimeout(btn.copyTimer);
       btn.copyTimer = setTimeout(function () { btn.textContent = btn.dataset.copyLabel; }, 2000);
+      // The buttons' aria-label hides their changed text from screen readers.
+      announce(text, btn);
     }
     function select() {
       var range = document.createRange();
@@ -211,6 +213,28 @@
     if (!navigator.clipboard) { select(); return; }
     navigator.clipboard.writeText(el.textContent.trim()).then(function () { say("Copied"); }, select);
   });
+
+  // announce says text through a polite live region: the page's (#announce), or, for
+  // an element in a modal dialog, one inside that dialog, since a modal dialog makes the
+  // rest of the page inert and its live regions silent. It is emptied first and filled
+  // a moment later, so the same words said twice are read twice.
+  function announce(text, from) {
+    var dlg = from && from.closest && from.closest("dialog[open]");
+    var box = dlg ? dlg.querySelector("[data-announce]") : document.getElementById("announce");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "visually-hidden";
+      box.setAttribute("role", "status");
+      box.dataset.announce = "";
+      (dlg || document.body).appendChild(box);
+    }
+    box.textContent = "";
+    clearTimeout(box.announceTimer);
+    box.announceTimer = setTimeout(function () {
+      box.textContent = text;
+      box.announceTimer = setTimeout(function () { box.textContent = ""; }, 5000);
+    }, 100);
+  }
 
   // Tabs: [data-tabs] is a role=tablist of buttons (role=tab, aria-controls=panel id).
   // A click or Enter selects a tab; the arrow keys, Home and End move between tabs and
@@ -257,24 +281,27 @@
     if (field) field.focus();
   }, true);
 
-  // Toasts remove themselves after a while; they stay while hovered or focused. The one
-  // that says the page missed live updates ([data-live-stale]) stays until dismissed (the
-  // page is out of date until reloaded) and turns the header's badge to "Out of date";
-  // others, approvals' included, go: an agent filing thirty plans must not pile thirty up.
+  // Toasts remove themselves after a while; they stay while hovered or focused. One that
+  // asks for an action (a link: an approval's Review) or says something failed stays
+  // until dismissed (its × button), or until keptToasts newer ones kept so came: an
+  // agent filing thirty plans must not pile thirty up (the approvals inbox lists them
+  // all). One the viewer's role hides (data-perm) is not kept. The one that says the page
+  // missed live updates ([data-live-stale]) always stays (the page is out of date until
+  // reloaded) and turns the header's badge to "Out of date".
+  var keptToasts = 3;
   function scheduleToasts(root) {
     (root || document).querySelectorAll(".toast:not([data-scheduled]):not([data-sticky])").forEach(function (t) {
       if (t.matches("[data-live-stale]")) {
         liveStatus("stale");
-        t.dataset.sticky = "1";
-        var x = document.createElement("button");
-        x.type = "button";
-        x.className = "toast-dismiss link";
-        x.dataset.toastDismiss = "";
-        x.setAttribute("aria-label", "Dismiss");
-        x.textContent = "×";
-        x.addEventListener("click", function () { t.remove(); });
-        t.appendChild(x);
+        keepToast(t);
         return;
+      }
+      if (t.matches(".error, [role=alert]") || t.querySelector("a[href]")) {
+        if (t.getClientRects().length > 0) {
+          keepToast(t);
+          t.dataset.kept = "";
+          return;
+        }
       }
       t.dataset.scheduled = "1";
       setTimeout(function remove() {
@@ -282,6 +309,28 @@
         t.remove();
       }, 6000);
     });
+    var kept = document.querySelectorAll("#toasts > .toast[data-kept]");
+    for (var i = 0; i < kept.length - keptToasts; i++) {
+      if (!kept[i].matches(":hover, :focus-within")) kept[i].remove();
+    }
+  }
+  function keepToast(t) {
+    t.dataset.sticky = "1";
+    var x = document.createElement("button");
+    x.type = "button";
+    x.className = "toast-dismiss link";
+    x.dataset.toastDismiss = "";
+    x.setAttribute("aria-label", "Dismiss");
+    x.textContent = "×";
+    x.addEventListener("click", function () {
+      // A focus on the × that goes moves to the next toast's, else to the main column.
+      var had = t.contains(document.activeElement);
+      var next = t.nextElementSibling || t.previousElementSibling;
+      var to = (next && next.querySelector("[data-toast-dismiss]")) || document.getElementById("main");
+      t.remove();
+      if (had && to) to.focus({ preventScroll: true });
+    });
+    t.appendChild(x);
   }
 
   // showToast shows a message as the server's toasts do (LiveToast).
@@ -292,6 +341,7 @@
     t.className = "toast " + kind;
     t.setAttribute("role", "status");
     t.dataset.testid = "toast";
+    t.dataset.message = message; // the text without a × button's
     t.textContent = message;
     box.appendChild(t);
     scheduleToasts(box);
@@ -313,7 +363,9 @@
   // A poll that keeps failing (every second) shows its toast once, not a pile of them.
   function toastOnce(kind, message) {
     var box = document.getElementById("toasts");
-    var shown = box && Array.prototype.some.call(box.querySelectorAll(".toast"), function (t) { return t.textContent === message; });
+    var shown = box && Array.prototype.some.call(box.querySelectorAll(".toast"), function (t) {
+      return (t.dataset.message || t.textContent) === message;
+    });
     if (!shown) showToast(kind, message);
   }
   // errorWords is what our error page (or the API's JSON error) says, read as text
@@ -365,17 +417,20 @@
   // the socket subscribes again (a new connection: the server reads one subscription).
   var live = { wrapper: null, socket: null, retired: null, topics: [], resubscribing: false, opened: false };
   // A page that missed too many updates stays "stale" (until reloaded), whatever the
-  // socket does next.
-  function liveStatus(state) {
+  // socket does next. A socket closed for good (gaveUp: a close the ws extension does
+  // not retry) says "Offline", not "retrying".
+  function liveStatus(state, gaveUp) {
     var s = document.getElementById("live-status");
     if (!s || s.dataset.state === "stale") return;
     s.dataset.state = state;
     var label = s.querySelector("[data-live-label]");
     if (label) {
       label.textContent = state === "open" ? "Live" : state === "connecting" ? "Connecting…" :
-        state === "stale" ? "Out of date" : "Offline — retrying";
+        state === "stale" ? "Out of date" : gaveUp ? "Offline" : "Offline — retrying";
     }
     if (state === "stale") s.title = "This page missed live updates: reload it to see the latest.";
+    else if (gaveUp) s.title = "Live updates stopped: reload the page to see the latest.";
+    else s.removeAttribute("title");
   }
   function wantedTopics() {
     var root = document.querySelector("[ws-connect]");
@@ -436,6 +491,7 @@
   document.addEventListener("htmx:wsConnecting", function () { if (!live.resubscribing) liveStatus("connecting"); });
   document.addEventListener("htmx:wsOpen", function (e) {
     backoff.openedAt = Date.now();
+    e.detail.event.target.__twOpened = true; // a close of it is not a refused handshake
     var topics = wantedTopics();
     var before = live.topics, reconnected = live.opened && !live.resubscribing;
     live.wrapper = e.detail.socketWrapper;
@@ -460,15 +516,34 @@
     if (ev && ev.target && ev.target === live.retired) return; // closed to subscribe again
     if (ev && ev.target === live.socket) live.socket = null;
     live.resubscribing = false;
-    liveStatus("closed");
+    var code = ev ? ev.code : 0;
+    liveStatus("closed", retriedCloses.indexOf(code) < 0);
     // 4401: the session ended (signed out elsewhere, or disabled): go to the login page,
     // which brings a person still signed in (a new session id, after a password change in
     // another tab) back here. Not while this page is being left: a form whose answer
     // renews the session (the password change) would be cut off before its cookie.
-    if (ev && ev.code === 4401 && !leaving) {
-      window.location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
-    }
+    if (code === 4401 && !leaving) signIn();
+    // Only an open socket hears 4401. A handshake the server refused because the session
+    // ended (it expired while the computer slept and the socket was down) closes with
+    // 1006, like a server that is down, and the ws extension retries 1006 forever: the
+    // page asks for itself, and a redirect (to sign in) says the session is gone.
+    if (code === 1006 && ev.target && !ev.target.__twOpened) probeSession();
   });
+  // The close codes the ws extension reconnects after (htmx-ext-ws 2.0.4, onclose).
+  var retriedCloses = [1006, 1011, 1012, 1013];
+  function signIn() {
+    window.location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
+  }
+  var probing = false;
+  function probeSession() {
+    if (probing || leaving || !window.fetch) return;
+    probing = true;
+    fetch(location.pathname + location.search, { redirect: "manual", credentials: "same-origin", cache: "no-store" }).then(function (res) {
+      probing = false;
+      if (res.body) res.body.cancel();
+      if ((res.type === "opaqueredirect" || res.status === 401) && !leaving) signIn();
+    }, function () { probing = false; }); // no server: the socket keeps retrying
+  }
   var leaving = false;
   window.addEventListener("beforeunload", function () { leaving = true; });
   window.addEventListener("pageshow", function () { leaving = false; }); // back from the cache
@@ -623,11 +698,22 @@
   }
   // A form that comes back with errors (a whole page, or a part htmx swapped in) puts
   // the focus on its first field marked invalid, unless the person already moved it.
+  // A group marked invalid (a <fieldset> of radios or of a number and its unit) takes
+  // no focus itself: its own invalid control takes it, else its checked radio, else its
+  // first control.
+  var controls = "input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), button:not([disabled]), [tabindex]:not([tabindex='-1'])";
   function focusFirstInvalid(root) {
     var active = document.activeElement;
     if (active && active !== document.body && !(root !== document && root.contains(active))) return;
-    var bad = root.querySelector("[aria-invalid=true]");
-    if (bad && bad.focus) bad.focus();
+    var bad = root.querySelectorAll("[aria-invalid=true]");
+    for (var i = 0; i < bad.length; i++) {
+      var el = bad[i];
+      var t = el.matches(controls) ? el : el.querySelector("[aria-invalid=true]:is(" + controls + ")") ||
+        el.querySelector("input[type=radio]:checked:not([disabled])") || el.querySelector(controls);
+      if (!t) continue;
+      t.focus();
+      if (document.activeElement === t) return;
+    }
   }
   document.addEventListener("DOMContentLoaded", function () { focusFirstInvalid(document); });
   document.addEventListener("htmx:afterSettle", function (e) {
