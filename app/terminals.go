@@ -37,14 +37,16 @@ const (
 // auditTerminalInput records the lines typed into a terminal by one input
 // (terminal.input, one entry: its first maxAuditedLines lines, up to
 // maxAuditedLineBytes, joined with newlines, and how many lines and bytes were left
-// out), each "[hidden input]" when the terminal had echo off (a password prompt), unless the line
-// is one the terminal rules rate (rm -rf, curl | sh: no password looks like that), so
-// that turning echo off (stty -echo) does not hide those. Other lines stay hidden
-// however many come in a row: a refused new password is asked again without a visible
-// line between. Rated lines past the bounds are kept too (input holds at most 100,000
-// characters), so that a long paste does not hide them. An error keeps the keys from
-// the shell (Terminal.Input).
-func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, lines []string, hidden bool) error {
+// out), each "[hidden input]" when it may be a password (builtin.TypedLine.Hidden: the
+// terminal had echo off, or the line followed another of the same input, "su -c id"
+// then its password, whether it showed unknown), unless the line is one the terminal
+// rules rate (rm -rf, curl | sh: no password looks like that), so that turning echo off
+// (stty -echo) or typing after another line does not hide those. Other lines stay
+// hidden however many come in a row: a refused new password is asked again without a
+// visible line between. Rated lines past the bounds are kept too (input holds at most
+// 100,000 characters), so that a long paste does not hide them. An error keeps the keys
+// from the shell (Terminal.Input).
+func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller, lines []builtin.TypedLine) error {
 	if a.Pool == nil || len(lines) == 0 {
 		return nil
 	}
@@ -53,8 +55,13 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 		actor = audit.System
 	}
 	var kept, rated, ratedWhy []string
-	size, omitted, omittedBytes := 0, 0, 0
-	for _, line := range lines {
+	size, omitted, omittedBytes, echoOff, unknown := 0, 0, 0, false, 0
+	for _, l := range lines {
+		line, hidden := l.Text, l.Hidden()
+		echoOff = echoOff || l.EchoOff
+		if l.AfterLine && !l.EchoOff {
+			unknown++
+		}
 		within := len(kept) < maxAuditedLines && (len(kept) == 0 || size+len(line) <= maxAuditedLineBytes)
 		why, risky := "", false
 		if hidden || !within {
@@ -82,12 +89,21 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 			rated = append(rated, text)
 		}
 	}
-	payload := map[string]any{"hidden": hidden, "source": who.Source, "kind": t.Kind, "input": strings.Join(kept, "\n")}
+	payload := map[string]any{"hidden": echoOff, "source": who.Source, "kind": t.Kind, "input": strings.Join(kept, "\n")}
 	if len(lines) > 1 {
 		payload["lines"] = len(lines)
 	}
+	if unknown > 0 {
+		// Lines after the first of the input, hidden (or left out past the bounds): the
+		// first may have started a program that read them with echo off.
+		payload["echo_unknown_lines"] = unknown
+	}
 	if len(ratedWhy) > 0 {
-		payload["shown"] = "typed with echo off, and rated: " + strings.Join(ratedWhy, "; ")
+		how := "typed with echo off"
+		if !echoOff {
+			how = "typed after another line of the same input (whether it showed is unknown)"
+		}
+		payload["shown"] = how + ", and rated: " + strings.Join(ratedWhy, "; ")
 	}
 	if len(rated) > 0 {
 		payload["rated_input"] = strings.Join(rated, "\n")
@@ -248,7 +264,8 @@ func (a *App) endDisabled(ctx context.Context) error {
 }
 
 // endFor ends user id's terminals of this replica and cancels their pending questions
-// when their account is disabled.
+// when their account is disabled; enabled, it lets them start terminals again (ending
+// them bars new ones: Terminals.EndOwnedBy).
 func (a *App) endFor(ctx context.Context, id string) error {
 	u, err := a.Auth.GetUser(ctx, id)
 	if errors.Is(err, auth.ErrNotFound) {
@@ -258,6 +275,9 @@ func (a *App) endFor(ctx context.Context, id string) error {
 		return err
 	}
 	if !u.Disabled() {
+		if a.Terminals != nil {
+			a.Terminals.Readmit(u.ID)
+		}
 		return nil
 	}
 	if a.Terminals != nil {

@@ -266,6 +266,19 @@ func Marked(pid int, name, marker string) bool {
 // run that still holds its lock, stay and their processes live. It reports how many
 // processes it killed.
 func Cleanup(dir, name, keep string) (int, error) {
+	return cleanup(dir, name, keep, true)
+}
+
+// KillLeftovers kills what Cleanup would, but removes nothing: for a directory other
+// hosts' runs may have recorded theirs in too. Their processes are not in this host's
+// /proc, so nothing of theirs is killed, and their records must stay for their own
+// next start. It reports how many processes it killed.
+func KillLeftovers(dir, name string) int {
+	n, _ := cleanup(dir, name, "", false)
+	return n
+}
+
+func cleanup(dir, name, keep string, remove bool) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if os.IsNotExist(err) {
 		return 0, nil
@@ -273,11 +286,16 @@ func Cleanup(dir, name, keep string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	drop := func(p string) {
+		if remove {
+			_ = os.Remove(p)
+		}
+	}
 	killed := 0
 	live := map[string]bool{}
 	for _, e := range ents {
 		p := filepath.Join(dir, e.Name())
-		if strings.HasSuffix(e.Name(), ".lock") {
+		if e.IsDir() || strings.HasSuffix(e.Name(), ".lock") {
 			continue // a run's lock: removed with its record below, or by its run
 		}
 		if strings.HasPrefix(e.Name(), ".") {
@@ -295,7 +313,7 @@ func Cleanup(dir, name, keep string) (int, error) {
 		run := strings.HasPrefix(e.Name(), runPrefix)
 		// A temporary file of Write that a crash left, or a record nobody can act on.
 		if json.Unmarshal(b, &r) != nil || r.Marker == "" || (!run && r.id() <= 1) {
-			_ = os.Remove(p)
+			drop(p)
 			continue
 		}
 		if r.Marker == keep {
@@ -311,8 +329,8 @@ func Cleanup(dir, name, keep string) (int, error) {
 		}
 		if run {
 			killed += KillMarked(name, r.Marker)
-			_ = os.Remove(p)
-			_ = os.Remove(filepath.Join(dir, runPrefix+r.Marker+".lock"))
+			drop(p)
+			drop(filepath.Join(dir, runPrefix+r.Marker+".lock"))
 			continue
 		}
 		pids := GroupMembers(r.PGID)
@@ -324,7 +342,7 @@ func Cleanup(dir, name, keep string) (int, error) {
 				killed++
 			}
 		}
-		_ = os.Remove(p)
+		drop(p)
 	}
 	return killed, nil
 }

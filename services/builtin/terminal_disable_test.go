@@ -11,6 +11,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -148,4 +149,33 @@ func TestDisablingAUserCancelsTheirQuestions(t *testing.T) {
 	admin.JSON(http.MethodPatch, "/api/v1/users/"+dave.ID, map[string]any{"disabled": false}, http.StatusOK, nil)
 	session := webtest.API{T: t, Srv: srv, C: srv.Login(t, "dave", "dave-password-12")}
 	session.Error(http.MethodPost, "/api/v1/collaborations/"+q.ID+"/respond", map[string]string{"response": "yes"}, http.StatusConflict, "not_pending")
+}
+
+// A disabled person's terminals are refused on every start (one under way as they were
+// disabled included: Terminals.EndOwnedBy), and allowed again once the account is
+// enabled again.
+func TestDisabledUserTerminalsAllowedOnceEnabled(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	erin := srv.CreateUser(t, "erin", auth.RoleToolUser, "erin-password-12")
+	ws, err := srv.App.Builtin.Workspace("conv-erin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := builtin.TerminalCaller{UserID: erin.ID, UserName: "erin"}
+	start := func() error {
+		term, err := srv.App.Terminals.Start(who, "conv-erin", ws, "true", time.Minute, 0)
+		if err == nil {
+			<-term.Done()
+		}
+		return err
+	}
+	if err := start(); err != nil {
+		t.Fatal(err)
+	}
+	admin := webtest.API{T: t, Srv: srv, C: srv.Login(t, "admin", webtest.AdminPassword)}
+	admin.JSON(http.MethodPatch, "/api/v1/users/"+erin.ID, map[string]any{"disabled": true}, http.StatusOK, nil)
+	webtest.WaitFor(t, 10*time.Second, func() bool { return start() != nil }, "erin's terminals refused")
+	admin.JSON(http.MethodPatch, "/api/v1/users/"+erin.ID, map[string]any{"disabled": false}, http.StatusOK, nil)
+	webtest.WaitFor(t, 10*time.Second, func() bool { return start() == nil }, "erin's terminals allowed again")
 }

@@ -1,8 +1,10 @@
 package builtin_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
@@ -97,5 +99,45 @@ func TestTerminalInputAuditIsBounded(t *testing.T) {
 	input("ls\nToken abcdefghijklmnop1234\n")
 	if got := last(); strings.Contains(got, "abcdefghijklmnop1234") || !strings.HasPrefix(got, "ls\n") {
 		t.Errorf("a token on its own line after ls: recorded %q, want it masked", got)
+	}
+}
+
+// A password sent in the same input as the command that asks for it ("su -c id\n" and
+// the password, or read -s) is not recorded: when the input is recorded the program that
+// turns echo off has not run yet, so the lines after the first are recorded as hidden.
+// The first line, and an empty one, are recorded as typed.
+func TestTerminalInputPasswordAfterCommandHidden(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	ws, err := srv.App.Builtin.Workspace("conv-pw-paste")
+	if err != nil {
+		t.Fatal(err)
+	}
+	who := builtin.TerminalCaller{UserID: alice.ID, UserName: "alice", Source: "send_input"}
+	term, _, err := srv.App.Terminals.OpenPTY(who, "conv-pw-paste", ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const password = "S3cretPw-tulip"
+	if err := term.Input(who, "read -s pw; echo got-${#pw}\n"+password+"\n\n"); err != nil {
+		t.Fatal(err)
+	}
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		data, _, _ := term.Output(0)
+		return strings.Contains(string(data), fmt.Sprintf("got-%d", len(password)))
+	}, "read -s reads the password")
+	var input, unknown, hidden string
+	if err := srv.Pool.QueryRow(ctx, `SELECT payload->>'input', coalesce(payload->>'echo_unknown_lines', ''), payload->>'hidden'
+		FROM audit_log WHERE action = 'terminal.input' AND target_id = $1 ORDER BY id DESC LIMIT 1`, term.ID).
+		Scan(&input, &unknown, &hidden); err != nil {
+		t.Fatal(err)
+	}
+	if want := "read -s pw; echo got-${#pw}\n[hidden input]\n"; input != want || unknown != "1" || hidden != "false" {
+		t.Fatalf("recorded %q (echo unknown for %s lines, hidden %s), want %q for 1 line, hidden false", input, unknown, hidden, want)
+	}
+	if n := testkit.Count(t, srv.Pool, `SELECT count(*) FROM audit_log WHERE payload::text LIKE $1`, "%"+password+"%"); n != 0 {
+		t.Fatalf("the password is in %d audit rows", n)
 	}
 }

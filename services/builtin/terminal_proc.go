@@ -1,7 +1,11 @@
 package builtin
 
 import (
+	"bytes"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -12,8 +16,9 @@ import (
 // and everything it started, background jobs in process groups of their own
 // included, share its session id, so killing by session id leaves no orphans.
 // Each carries markerEnv in its environment, and its session is recorded in a file
-// under <root>/.terminals (package proctrack, which stdio MCP servers share), so that after a crash the next start kills what is still
-// running, and only what is provably ours.
+// under <root>/.terminals/<host> (package proctrack, which stdio MCP servers share), so
+// that after a crash the next start kills what is still running, and only what is
+// provably ours.
 
 // markerEnv is the environment variable that marks a terminal's processes.
 const markerEnv = "TOOLWARDEN_TERMINAL"
@@ -21,23 +26,78 @@ const markerEnv = "TOOLWARDEN_TERMINAL"
 // record is what the file of one running session says (its SID set).
 type record = proctrack.Record
 
-// recordDir is where running sessions are recorded.
-func recordDir(root string) string { return filepath.Join(root, ".terminals") }
+// recordDir is where the sessions of host (TerminalOptions.Host) are recorded:
+// <root>/.terminals/<host>. The built-in root may be shared by replicas on several hosts
+// (docs/deploy.md); a host sees and kills only its own processes, so its cleanup must
+// read only its own records, or it would drop another host's records unkilled (and
+// session ids, the files' names, repeat across hosts).
+func recordDir(root, host string) string { return filepath.Join(legacyRecordDir(root), host) }
 
-func writeRecord(root string, r record) error { return proctrack.Write(recordDir(root), r) }
+// legacyRecordDir is where releases before per-host records recorded every host's
+// sessions.
+func legacyRecordDir(root string) string { return filepath.Join(root, ".terminals") }
 
-func removeRecord(root string, sid int) { proctrack.Remove(recordDir(root), sid) }
+func writeRecord(dir string, r record) error { return proctrack.Write(dir, r) }
+
+func removeRecord(dir string, sid int) { proctrack.Remove(dir, sid) }
 
 // writeRun records the run's marker: after a crash, a process that left its session
 // is still found by it.
-func writeRun(root, marker string) error { return proctrack.WriteRun(recordDir(root), marker) }
+func writeRun(dir, marker string) error { return proctrack.WriteRun(dir, marker) }
 
 // endRun kills every process that carries the run's marker and drops its record; it
 // reports how many it killed.
-func endRun(root, marker string) int {
+func endRun(dir, marker string) int {
 	n := proctrack.KillMarked(markerEnv, marker)
-	proctrack.RemoveRun(recordDir(root), marker)
+	proctrack.RemoveRun(dir, marker)
 	return n
+}
+
+// hostID names this host's records (recordDir): its host name and machine id
+// (/etc/machine-id), so that neither hosts sharing a name nor containers sharing an
+// image's machine id share records. "" parts are left out; "unknown-host" if both are.
+var hostID = sync.OnceValue(func() string {
+	name, _ := os.Hostname()
+	var id string
+	for _, p := range []string{"/etc/machine-id", "/var/lib/dbus/machine-id"} {
+		if b, err := os.ReadFile(p); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			id = string(bytes.TrimSpace(b))
+			break
+		}
+	}
+	return hostDirName(name, id)
+})
+
+// hostDirName makes a directory name of a host's name and machine id: letters, digits,
+// dots, dashes and underscores, not starting with a dot, at most 128 bytes.
+func hostDirName(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('-')
+		}
+		for _, c := range p {
+			if c < 128 && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+				b.WriteRune(c)
+			} else {
+				b.WriteByte('_')
+			}
+		}
+	}
+	s := b.String()
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	if s == "" {
+		return "unknown-host"
+	}
+	if s[0] == '.' {
+		s = "_" + s[1:]
+	}
+	return s
 }
 
 // sessionMembers are the processes whose session id is sid.
@@ -120,10 +180,17 @@ func endSession(sid int, marker string, grace time.Duration, exited <-chan struc
 	signalSession(sid, only(), syscall.SIGKILL)
 }
 
-// CleanupOrphans kills the terminals' processes a previous run of Toolwarden left
-// running (it crashed or was killed before it could end them): every process of a
-// recorded session that carries the session's marker. A process that only reuses a
-// recorded id is left alone. It reports how many processes it killed.
-func CleanupOrphans(root string) (int, error) {
-	return proctrack.Cleanup(recordDir(root), markerEnv, "")
+// CleanupOrphans kills the terminals' processes a previous run of Toolwarden on this
+// host (host, TerminalOptions.Host) left running (it crashed or was killed before it
+// could end them): every process of a recorded session that carries the session's
+// marker. A process that only reuses a recorded id is left alone, and so are the
+// records of other hosts sharing the root. It reports how many processes it killed.
+//
+// Records an earlier release left directly in <root>/.terminals, every host's together,
+// are read too: what of theirs runs here is killed (a run's marker is its own, so a
+// process here that carries it is this host's), but the records stay, since this host
+// cannot tell its own from another's whose next start still has to read them.
+func CleanupOrphans(root, host string) (int, error) {
+	n, err := proctrack.Cleanup(recordDir(root, host), markerEnv, "")
+	return n + proctrack.KillLeftovers(legacyRecordDir(root), markerEnv), err
 }

@@ -57,8 +57,13 @@ const closeGrace = 100 * time.Millisecond
 
 // TerminalOptions configure the terminals.
 type TerminalOptions struct {
-	// Root is the built-in root; running sessions are recorded under <Root>/.terminals.
-	Root   string
+	// Root is the built-in root; running sessions are recorded under
+	// <Root>/.terminals/<Host>.
+	Root string
+	// Host names this host's directory of records under <Root>/.terminals, which
+	// replicas on other hosts sharing Root leave alone (CleanupOrphans). Default: the
+	// host's name and machine id; tests set their own.
+	Host   string
 	Logger *slog.Logger
 	// Env is added to every terminal's and command's environment, after Toolwarden's
 	// own ("NAME=value"; a name given here wins, but for HOME and HISTFILE of a terminal
@@ -100,10 +105,10 @@ type TerminalOptions struct {
 	// that long, its shell at its prompt (ended_reason "idle"); a job in its foreground,
 	// however quiet, keeps it. 0: DefaultIdleTimeout; negative: never.
 	IdleTimeout time.Duration
-	// OnInput, when set, records the lines typed into a terminal from the browser or by
-	// send_input (hidden: the terminal had echo off) before the keys that end them reach
-	// the shell; when it fails, nothing of that input is typed.
-	OnInput func(t *Terminal, who TerminalCaller, lines []string, hidden bool) error
+	// OnInput, when set, records the lines one input typed into a terminal from the
+	// browser or by send_input (TypedLine says which may be a password) before the keys
+	// that end them reach the shell; when it fails, nothing of that input is typed.
+	OnInput func(t *Terminal, who TerminalCaller, lines []TypedLine) error
 	// OnChange, when set, is told when a terminal opens, when its process ends and
 	// when it leaves the list (the /terminals page follows them).
 	OnChange func(t *Terminal, change TerminalChange)
@@ -163,6 +168,22 @@ func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
 	}
 }
 
+// TypedLine is a line one input completed (TerminalOptions.OnInput).
+type TypedLine struct {
+	Text string
+	// EchoOff: the terminal did not echo when the input came (a password prompt).
+	EchoOff bool
+	// AfterLine: it came after another line of the same input, which may have started a
+	// program that turns echo off before it reads this one (su -c id, then its
+	// password): whether it showed cannot be known when it is recorded. Not set for an
+	// empty line, which hides nothing.
+	AfterLine bool
+}
+
+// Hidden reports whether the line may be a password, and is kept out of the records
+// (but for what the terminal rules rate: auditTerminalInput).
+func (l TypedLine) Hidden() bool { return l.EchoOff || l.AfterLine }
+
 // TerminalCaller is who typed into a terminal or called the tool: a person, or their
 // API token (ActorKind "token", TokenID) when an agent's call did.
 type TerminalCaller struct{ UserID, UserName, Source, ActorKind, TokenID string }
@@ -171,6 +192,7 @@ type TerminalCaller struct{ UserID, UserName, Source, ActorKind, TokenID string 
 type Terminals struct {
 	opts     TerminalOptions
 	realRoot string     // opts.Root with its links resolved (working directories are real)
+	records  string     // where this host's sessions are recorded (recordDir)
 	marker   string     // this run's marker (markerEnv)
 	openMu   sync.Mutex // one create_session at a time: a conversation gets one session
 	mu       sync.Mutex
@@ -179,6 +201,12 @@ type Terminals struct {
 	// starting counts, by owner, the terminals that passed reserve and are not in byID
 	// yet, so that calls at once cannot start more than the limits allow.
 	starting map[string]int
+	// barred are the owners whose account was disabled (EndOwnedBy) until Readmit: a
+	// terminal of theirs whose start was under way as EndOwnedBy ran (past reserve, not
+	// yet in byID) is refused by add, not left running unseen.
+	barred map[string]bool
+	// beforeAdd, when set (tests), runs as a terminal that started is about to be added.
+	beforeAdd func(t *Terminal)
 	// endedBytes counts, by owner, the output (and command lines) their ended terminals
 	// keep (kept), and endedAll all of it; endedNum and endedNumAll count those
 	// terminals; endedSeq orders the terminals as they ended.
@@ -284,7 +312,10 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if opts.Root == "" {
 		return nil, errors.New("terminals: no root")
 	}
-	if n, err := CleanupOrphans(opts.Root); err != nil {
+	if opts.Host == "" {
+		opts.Host = hostID()
+	}
+	if n, err := CleanupOrphans(opts.Root, opts.Host); err != nil {
 		opts.Logger.Warn("terminals: cleaning up after a previous run", "err", err)
 	} else if n > 0 {
 		opts.Logger.Warn("terminals: killed processes a previous run left running", "processes", n)
@@ -293,11 +324,12 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 	if err != nil {
 		real = opts.Root
 	}
-	ts := &Terminals{opts: opts, realRoot: real, marker: newID("run-"), byID: map[string]*Terminal{}, starting: map[string]int{},
+	ts := &Terminals{opts: opts, realRoot: real, records: recordDir(opts.Root, opts.Host), marker: newID("run-"),
+		byID: map[string]*Terminal{}, starting: map[string]int{}, barred: map[string]bool{},
 		endedBytes: map[string]int{}, endedNum: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
-	if err := writeRun(opts.Root, ts.marker); err != nil {
+	if err := writeRun(ts.records, ts.marker); err != nil {
 		opts.Logger.Warn("terminals: record this run", "err", err)
 	}
 	return ts, nil
@@ -388,6 +420,9 @@ func (ts *Terminals) reserve(owner string, replacing *Terminal) error {
 	if ts.closed {
 		return errors.New("terminals are closed (Toolwarden is stopping)")
 	}
+	if ts.barred[owner] {
+		return errDisabledOwner
+	}
 	mine, all := ts.starting[owner], 0
 	for _, n := range ts.starting {
 		all += n
@@ -424,13 +459,20 @@ func (ts *Terminals) unreserveLocked(owner string) {
 	}
 }
 
-// add lists t, whose owner reserved its place.
+// errDisabledOwner refuses a terminal whose owner's account was disabled (EndOwnedBy).
+var errDisabledOwner = errors.New("terminals: your account was disabled")
+
+// add lists t, whose owner reserved its place, unless its owner was disabled since
+// (EndOwnedBy): the caller then ends it.
 func (ts *Terminals) add(t *Terminal) error {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.unreserveLocked(t.OwnerID) // counted in byID from now on
 	if ts.closed {
 		return errors.New("terminals are closed (Toolwarden is stopping)")
+	}
+	if ts.barred[t.OwnerID] {
+		return errDisabledOwner
 	}
 	ts.byID[t.ID] = t
 	return nil
@@ -685,13 +727,16 @@ func (ts *Terminals) workspaceOf(dir string) string {
 
 // track records t's session (for a cleanup after a crash), registers it and reaps it.
 func (ts *Terminals) track(t *Terminal) error {
-	if err := writeRecord(ts.opts.Root, record{SID: t.sid, Marker: ts.marker, Started: t.Started}); err != nil {
+	if err := writeRecord(ts.records, record{SID: t.sid, Marker: ts.marker, Started: t.Started}); err != nil {
 		ts.opts.Logger.Warn("terminals: record a session", "err", err)
+	}
+	if ts.beforeAdd != nil {
+		ts.beforeAdd(t)
 	}
 	if err := ts.add(t); err != nil {
 		endSession(t.sid, ts.marker, 0, make(chan struct{})) // not reaped yet
 		_ = t.cmd.Wait()
-		removeRecord(ts.opts.Root, t.sid)
+		removeRecord(ts.records, t.sid)
 		return err
 	}
 	ts.changed(t, TerminalOpened)
@@ -720,7 +765,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		if !swept {
 			endSession(t.sid, ts.marker, 0, nil) // reaped: only the marked ones are surely ours
 		}
-		removeRecord(ts.opts.Root, t.sid)
+		removeRecord(ts.records, t.sid)
 		t.stopReading()
 		ts.keepEnded(t)
 		// Recorded before gone closes: Close, which a foreground command's call makes as
@@ -1025,8 +1070,9 @@ func (t *Terminal) Echo() bool {
 }
 
 // Input types s into a PTY. The lines it completes are recorded first (OnInput, as
-// "[hidden input]" when the terminal did not echo them): keys that would run a command
-// whose record cannot be written are not typed.
+// "[hidden input]" when the terminal did not echo them, or when they followed another
+// line of s: TypedLine): keys that would run a command whose record cannot be written
+// are not typed.
 func (t *Terminal) Input(who TerminalCaller, s string) error {
 	if t.ptmx == nil {
 		return errors.New("a command takes no input; use a PTY session (create_session)")
@@ -1034,11 +1080,13 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	if t.Exited() {
 		return errors.New("the terminal has ended")
 	}
-	echo := t.Echo()
 	// Written and followed under one lock: two typists' keys are audited in the order
 	// the shell got them.
 	t.typing.Lock()
 	defer t.typing.Unlock()
+	// Read under typing: the state the first line of s meets, once the keys typed before
+	// were handed over. What the lines after it meet depends on what the first runs.
+	echo := t.Echo()
 	if t.writing.Load() {
 		// Checked before anything is recorded: what is refused here is neither typed nor
 		// audited as typed.
@@ -1049,17 +1097,18 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil && len(lines) > 0 {
-		texts := make([]string, len(lines))
+		typed := make([]TypedLine, len(lines))
 		for i, l := range lines {
-			texts[i] = l.text
+			text := l.text
 			if l.shell {
-				texts[i] = "[edited with the shell's history, completion or editing keys] " + texts[i]
+				text = "[edited with the shell's history, completion or editing keys] " + text
 			}
 			if l.cut {
-				texts[i] += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
+				text += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
 			}
+			typed[i] = TypedLine{Text: text, EchoOff: !echo, AfterLine: i > 0 && text != ""}
 		}
-		if err := f(t, who, texts, !echo); err != nil {
+		if err := f(t, who, typed); err != nil {
 			t.inMu.Lock()
 			t.inLine = before // not typed: the line stays as the shell has it
 			t.inMu.Unlock()
@@ -1138,17 +1187,25 @@ const EndedOwnerDisabled = "owner_disabled"
 // EndOwnedBy ends the running terminals of this process that userID owns, as
 // close_session does, because their account was disabled: what they left running must
 // not outlive their access. Each says so in its output, its record and the audit log
-// (ended by the system). It returns those it ended, once they did.
+// (ended by the system). It returns those it ended, once they did. Until Readmit, no
+// terminal of theirs starts here: one whose start was under way (its call passed the
+// router before the account was disabled) is refused as it is about to be added.
 func (ts *Terminals) EndOwnedBy(userID string) []*Terminal {
 	if userID == "" {
 		return nil // the system's terminals (started by no person)
 	}
 	var ended []*Terminal
-	for _, t := range ts.List() {
+	// Barred and listed under one lock: a terminal add lists before it is seen here,
+	// one after is refused.
+	ts.mu.Lock()
+	ts.barred[userID] = true
+	for _, t := range ts.byID {
 		if t.OwnerID == userID && !t.Exited() {
 			ended = append(ended, t)
 		}
 	}
+	ts.mu.Unlock()
+	slices.SortFunc(ended, func(a, b *Terminal) int { return a.Started.Compare(b.Started) })
 	reason := EndedOwnerDisabled
 	var wg sync.WaitGroup
 	for _, t := range ended {
@@ -1158,6 +1215,14 @@ func (ts *Terminals) EndOwnedBy(userID string) []*Terminal {
 	}
 	wg.Wait()
 	return ended
+}
+
+// Readmit lets userID start terminals again, their account enabled again (EndOwnedBy
+// barred them).
+func (ts *Terminals) Readmit(userID string) {
+	ts.mu.Lock()
+	delete(ts.barred, userID)
+	ts.mu.Unlock()
 }
 
 // forget drops the terminal from the list.
@@ -1189,7 +1254,7 @@ func (ts *Terminals) Close() {
 	}
 	wg.Wait()
 	// What left its terminal's session (setsid, nohup with a new session) goes too.
-	if n := endRun(ts.opts.Root, ts.marker); n > 0 {
+	if n := endRun(ts.records, ts.marker); n > 0 {
 		ts.opts.Logger.Warn("terminals: killed processes that left their terminal's session", "processes", n)
 	}
 }

@@ -175,7 +175,7 @@ func TestPTYLifecycle(t *testing.T) {
 	if len(sessionMembers(other.sid)) != 0 || ts.Get(other.ID) != nil {
 		t.Fatal("the closed session left processes or its entry")
 	}
-	if _, err := os.Stat(filepath.Join(recordDir(root), strconv.Itoa(other.sid)+".json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(ts.records, strconv.Itoa(other.sid)+".json")); !os.IsNotExist(err) {
 		t.Fatalf("the closed session's record: %v", err)
 	}
 }
@@ -364,7 +364,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
 	// A record that names the decoy's session with a marker it does not carry.
-	if err := writeRecord(root, record{SID: decoy.Process.Pid, Marker: "run-someone-else"}); err != nil {
+	if err := writeRecord(recordDir(root, hostID()), record{SID: decoy.Process.Pid, Marker: "run-someone-else"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -377,7 +377,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 		}
 	}
 	// Two sessions, the decoy's, and the run's own record and lock.
-	ents, _ := os.ReadDir(recordDir(root))
+	ents, _ := os.ReadDir(recordDir(root, hostID()))
 	if len(ents) != 5 {
 		t.Fatalf("records: %d", len(ents))
 	}
@@ -392,7 +392,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	if !alive(decoy.Process.Pid) {
 		t.Fatal("the cleanup killed a process that was not a terminal's")
 	}
-	if ents, _ := os.ReadDir(recordDir(root)); len(ents) != 0 {
+	if ents, _ := os.ReadDir(recordDir(root, hostID())); len(ents) != 0 {
 		t.Fatalf("records left after a clean stop: %d", len(ents))
 	}
 }
@@ -508,7 +508,7 @@ func TestSharedRootLeavesLiveRunsAlone(t *testing.T) {
 		t.Fatal("the second run's start ended the first run's terminal")
 	case <-time.After(300 * time.Millisecond):
 	}
-	if _, err := os.Stat(filepath.Join(recordDir(root), strconv.Itoa(c.sid)+".json")); err != nil {
+	if _, err := os.Stat(filepath.Join(first.records, strconv.Itoa(c.sid)+".json")); err != nil {
 		t.Fatalf("the first run's record: %v", err)
 	}
 }
@@ -521,7 +521,7 @@ func TestTerminalInputToAProgramNotReading(t *testing.T) {
 	root := t.TempDir()
 	var recorded int
 	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t), InputWait: 300 * time.Millisecond,
-		OnInput: func(_ *Terminal, _ TerminalCaller, lines []string, _ bool) error { recorded += len(lines); return nil }})
+		OnInput: func(_ *Terminal, _ TerminalCaller, lines []TypedLine) error { recorded += len(lines); return nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
