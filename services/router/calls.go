@@ -29,6 +29,7 @@ type callRecord struct {
 	attempts int
 	running  bool
 	redacted json.RawMessage // args with secrets masked, made once for the audit and usage rows
+	argsCut  int             // the masked args' size when redacted is cut from them, else 0
 	// selfApproved: a high-risk call approved by its own requester, nobody else could.
 	selfApproved bool
 	// vetting: a test run of a tool never enabled (Router.vetting).
@@ -107,18 +108,28 @@ func (cr *callRecord) entry(action string, extra map[string]any) audit.Entry {
 }
 
 // redactedArgs are the caller's arguments as the records keep them: secrets masked,
-// the parameters the tool's schema marks secret too, capped in size.
+// the parameters the tool's schema marks secret too, large ones cut keeping their
+// structure (usage.ForLog: cut as text, they would be shown as one long string).
 func (cr *callRecord) redactedArgs() json.RawMessage {
 	if cr.redacted == nil {
 		cr.redacted = json.RawMessage("{}")
 		if len(cr.args) > 0 {
-			cr.redacted, _ = usage.Cap(usage.Redact(tools.MaskArgs(cr.args, cr.e.secretArgs)), usage.MaxJSONBytes)
+			args := tools.MaskArgs(cr.args, cr.e.secretArgs)
+			if len(args) <= usage.MaxJSONBytes {
+				cr.redacted = usage.Redact(args)
+			} else if out, cut := usage.ForLog(args); cut { // (masked by ForLog, cut or not)
+				cr.redacted, cr.argsCut = out, len(args)
+			} else {
+				cr.redacted = out
+			}
 		}
 	}
 	return cr.redacted
 }
 
-func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, ran bool) usage.Entry {
+// usageEntry is the call's usage row; responseCut is the response's size when it was
+// cut (usage.ForLog), else 0.
+func (cr *callRecord) usageEntry(success bool, code string, response, errJSON json.RawMessage, responseCut int, ran bool) usage.Entry {
 	u := usage.Entry{ToolID: cr.e.t.ID, UserID: cr.c.Actor.ID, Actor: cr.c.Actor.Name, Source: cr.c.Source,
 		UsedAt: cr.start, Success: success, ErrorCode: code, Request: cr.redactedArgs(), Response: response, Error: errJSON}
 	if ran {
@@ -137,6 +148,12 @@ func (cr *callRecord) usageEntry(success bool, code string, response, errJSON js
 	}
 	if cr.c.Client != "" {
 		meta["client"] = cr.c.Client
+	}
+	if cr.argsCut > 0 {
+		meta[usage.MetaRequestBytes] = cr.argsCut
+	}
+	if responseCut > 0 {
+		meta[usage.MetaResponseBytes] = responseCut
 	}
 	u.Metadata, _ = json.Marshal(meta)
 	return u
@@ -179,7 +196,7 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 		return rl
 	}
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
-	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, false)}, commit: cr.commit()}
+	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, 0, false)}, commit: cr.commit()}
 	if refusedAudited[e.Code] || cr.auditRefusal {
 		// A refusal in the audit log is someone trying what they may not: kept synchronously.
 		j.commit = db.Synchronous
@@ -310,7 +327,7 @@ func (cr *callRecord) failed(err error) error {
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	// A call that never reached the server (its circuit open, the server not connected,
 	// its approval stale) has no duration: the statistics count calls the tool saw.
-	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, e.Ran)},
+	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, 0, e.Ran)},
 		audits: []audit.Entry{cr.failure(e.Code, e.Message, d)},
 		drafts: drafts(cr, events.ToolFailed, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "failed")
 	return e
@@ -373,13 +390,20 @@ func (cr *callRecord) completed(res *Result) {
 		p.Summary = s
 	}
 	resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
-	resp, _ = usage.Cap(resp, usage.MaxJSONBytes)
+	respCut := 0
+	if len(resp) > usage.MaxJSONBytes { // (a small one is stored as it is, masked when read)
+		size := len(resp)
+		var cut bool
+		if resp, cut = usage.ForLog(resp); cut {
+			respCut = size
+		}
+	}
 	code := ""
 	var audits []audit.Entry
 	if res.IsError {
 		code = "tool_error"
 		audits = []audit.Entry{cr.failure(code, p.Summary, res.DurationMS)}
 	}
-	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, true)},
+	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, respCut, true)},
 		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "completed")
 }

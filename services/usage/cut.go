@@ -64,6 +64,44 @@ func RedactCut(raw json.RawMessage, limit int) (out json.RawMessage, changed, cu
 	return encodeRedacted(v), changed, c.cut
 }
 
+// Keys of a log's metadata that ForLog's caller (the router) sets: the size of the
+// request's or the response's JSON before ForLog cut it, absent when it was not cut.
+// Recent reads them back (Log.RequestTruncated, Log.Truncated, Log.ResponseBytes).
+const (
+	MetaRequestBytes  = "request_bytes"
+	MetaResponseBytes = "response_bytes"
+)
+
+// maxLogBytes bounds what ForLog keeps however the JSON is shaped: empty arrays and
+// objects count for no content, and escaping may make a string's JSON 6 times longer.
+const maxLogBytes = 4 * MaxJSONBytes
+
+// ForLog is a call's request or response JSON as its log row keeps it, and whether some
+// was left out. JSON of up to MaxJSONBytes is returned as it is (Recent masks it when it
+// is read). Larger JSON is cut to about MaxJSONBytes of content as RedactCut cuts it,
+// and masked now: cut as text, it would no longer be JSON, and masked when read by its
+// shape only, a value under a secret key name shown. A picture's or a sound's data that
+// does not fit is left out, and a long word cut (RedactCut keeps them whole, for a page).
+func ForLog(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) <= MaxJSONBytes {
+		return raw, false
+	}
+	v, ok := decodeJSON(raw)
+	if !ok {
+		return json.RawMessage(`"(unreadable JSON withheld)"`), true
+	}
+	c := cutter{limit: MaxJSONBytes, mask: true, forLog: true}
+	v, _ = c.value(v)
+	changed := c.changed
+	out := encodeRedacted(redactValue(v, &changed))
+	if len(out) > maxLogBytes {
+		// Thousands of empty values, say: the masked text's start, as a string.
+		out, _ = Cap(out, MaxJSONBytes)
+		return out, true
+	}
+	return out, c.cut
+}
+
 // decodeJSON is raw, one JSON value, decoded (numbers as json.Number).
 func decodeJSON(raw []byte) (v any, ok bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -78,10 +116,13 @@ func decodeJSON(raw []byte) (v any, ok bool) {
 }
 
 // cutter keeps a value's content until used reaches limit; mask makes the strings it
-// cuts safe to mask in part (RedactCut).
+// cuts safe to mask in part (RedactCut); forLog bounds what is kept, for a log row
+// (ForLog): a picture's data that does not fit is left out, and a long word the cut
+// falls in is masked whole and then cut (a page keeps them whole).
 type cutter struct {
 	used, limit  int
 	mask         bool
+	forLog       bool
 	cut, changed bool
 }
 
@@ -124,7 +165,12 @@ func (c *cutter) value(v any) (_ any, keep bool) {
 				}
 			case media && k == "data" && isString:
 				// A picture is shown whole or not at all, and is not masked.
-				c.used += len(s)
+				if c.forLog && c.used+len(s) > c.limit {
+					delete(x, k)
+					c.cut = true
+				} else {
+					c.used += len(s)
+				}
 			default:
 				if nv, ok := c.value(val); ok {
 					x[k] = nv
@@ -190,7 +236,7 @@ func (c *cutter) cutString(s string, room int) string {
 	}
 	if t := strings.TrimSpace(s); len(t) >= 2 && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t)) {
 		if v, ok := decodeJSON([]byte(t)); ok {
-			in := cutter{limit: room, mask: true}
+			in := cutter{limit: room, mask: true, forLog: c.forLog}
 			v, _ = in.value(v)
 			c.changed = c.changed || in.changed
 			return string(encodeRedacted(v)) // still JSON: masked as such after
@@ -203,6 +249,15 @@ func (c *cutter) cutString(s string, room int) string {
 	w := redactWords(s[:i])
 	if w != s[:i] {
 		c.changed = true
+	}
+	if c.forLog && len(w) > room+cutShort {
+		// A word of kilobytes (base64, a minified line): masked whole above, so what
+		// is cut off it cannot leave a credential's start in clear.
+		i = room
+		for i > 0 && !utf8.RuneStart(w[i]) {
+			i--
+		}
+		w = w[:i]
 	}
 	return w
 }

@@ -90,3 +90,34 @@ func TestCutKeepsTypesWhole(t *testing.T) {
 func first(raw json.RawMessage, _ bool) json.RawMessage { return raw }
 
 func first3(raw json.RawMessage, _, _ bool) json.RawMessage { return raw }
+
+// ForLog keeps what fits as it is, and cuts the rest masked (a key's name masks its
+// value), bounded in size whatever its shape: a picture's data that does not fit is
+// left out (a page's RedactCut keeps it whole), thousands of empty values are kept as
+// the start of their text.
+func TestForLogBounds(t *testing.T) {
+	t.Parallel()
+	small := json.RawMessage(`{"password":"hunter2"}`)
+	if got, cut := usage.ForLog(small); string(got) != string(small) || cut {
+		t.Errorf("small: %s, cut %v; want it as it is (masked when read)", got, cut)
+	}
+	args, _ := json.Marshal(map[string]any{"api_key": "opensesame", "query": strings.Repeat("é", 9000)})
+	if got, cut := usage.ForLog(args); !cut || !json.Valid(got) || strings.Contains(string(got), "opensesame") ||
+		!strings.Contains(string(got), `"api_key":"`+usage.Mask+`"`) || len(got) > 2*usage.MaxJSONBytes {
+		t.Errorf("large arguments: cut %v, %d bytes: %.200s", cut, len(got), got)
+	}
+	pic, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "image", "mimeType": "image/png",
+		"data": strings.Repeat("iVBORw0KGgo", 7000)}}})
+	got, cut := usage.ForLog(pic)
+	var shown struct {
+		Content []map[string]any `json:"content"`
+	}
+	if err := json.Unmarshal(got, &shown); err != nil || !cut || len(shown.Content) != 1 || shown.Content[0]["type"] != "image" ||
+		shown.Content[0]["mimeType"] != "image/png" || shown.Content[0]["data"] != nil {
+		t.Errorf("a 77 KB picture: cut %v, %v, %.200s", cut, err, got)
+	}
+	empties := json.RawMessage("[" + strings.Repeat("[],", 100_000) + "[]]")
+	if got, cut := usage.ForLog(empties); !cut || !json.Valid(got) || len(got) > 2*usage.MaxJSONBytes {
+		t.Errorf("100,000 empty arrays: cut %v, %d bytes", cut, len(got))
+	}
+}

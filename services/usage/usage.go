@@ -33,7 +33,9 @@ import (
 // Mask replaces a redacted value.
 const Mask = "********"
 
-// MaxJSONBytes is how much of a log's request, response or error JSON Recent returns.
+// MaxJSONBytes is about how much of a log's request, response or error JSON is kept
+// (ForLog) and shown (Recent): bytes of content (strings, keys, numbers), the JSON's
+// structure kept around them.
 const MaxJSONBytes = 8 << 10
 
 // Limits of the read functions' arguments.
@@ -47,9 +49,10 @@ type Copier interface {
 	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
 }
 
-// Entry is one tool call to record. The JSON fields should already be redacted and the
-// response truncated by the writer (the router); nil JSON is stored as {} (Request,
-// Metadata) or NULL (Response, Error).
+// Entry is one tool call to record. The writer (the router) bounds the request and the
+// response with ForLog, which masks what it cuts, and says so in Metadata
+// (MetaResponseBytes); what it keeps whole is masked when read. nil JSON is stored as
+// {} (Request, Metadata) or NULL (Response, Error).
 type Entry struct {
 	ToolID     string
 	UserID     string // "" when no user (a system call)
@@ -376,13 +379,37 @@ func RecentOf(ctx context.Context, q db.Querier, toolID string, userID *string, 
 	for i, r := range rs {
 		l := Log{ID: r.ID, ToolID: r.ToolID, UserID: r.UserID, Actor: r.Actor, Source: r.Source, UsedAt: r.UsedAt,
 			DurationMS: r.DurationMS, Success: r.Success, ErrorCode: r.ErrorCode, ResponseBytes: len(r.Response)}
-		l.Request, l.RequestTruncated = Cap(Redact(r.Request), MaxJSONBytes)
-		l.Response, l.Truncated = Cap(Redact(r.Response), MaxJSONBytes)
-		l.Error, l.ErrorTruncated = Cap(Redact(r.Error), MaxJSONBytes)
-		l.Metadata, _ = Cap(Redact(r.Metadata), MaxJSONBytes)
+		l.Request, l.RequestTruncated = shown(r.Request)
+		l.Response, l.Truncated = shown(r.Response)
+		l.Error, l.ErrorTruncated = shown(r.Error)
+		l.Metadata, _ = shown(r.Metadata)
+		// What the router cut when it wrote the row (ForLog) says so in its metadata.
+		if bytes.Contains(r.Metadata, []byte(`_bytes"`)) {
+			var sizes map[string]json.RawMessage
+			if json.Unmarshal(r.Metadata, &sizes) == nil {
+				if _, ok := sizes[MetaRequestBytes]; ok {
+					l.RequestTruncated = true
+				}
+				var n int
+				if json.Unmarshal(sizes[MetaResponseBytes], &n) == nil && n > 0 {
+					l.Truncated, l.ResponseBytes = true, n
+				}
+			}
+		}
 		out[i] = l
 	}
 	return out, next, nil
+}
+
+// shown is a log's stored JSON as a page shows it: masked, and cut to about
+// MaxJSONBytes of content keeping its structure (RedactCut), which a row the router
+// cut already (ForLog) keeps as it is; cut says some was left out here.
+func shown(raw json.RawMessage) (json.RawMessage, bool) {
+	if len(raw) <= MaxJSONBytes {
+		return Redact(raw), false
+	}
+	out, _, cut := RedactCut(raw, MaxJSONBytes)
+	return out, cut
 }
 
 // Log is one recorded call as the Logs tab shows it, redacted and size-capped.
@@ -396,9 +423,9 @@ type Log struct {
 	DurationMS *float64
 	Success    bool
 	ErrorCode  string
-	// Request, Response, Error and Metadata are valid JSON (nil when NULL). One longer
-	// than MaxJSONBytes after redaction is replaced by a JSON string holding its first
-	// MaxJSONBytes bytes, and its *Truncated flag is set.
+	// Request, Response, Error and Metadata are valid JSON (nil when NULL). One of more
+	// than MaxJSONBytes is cut to about MaxJSONBytes of content, keeping its structure
+	// (RedactCut); its *Truncated flag is set when it was cut, here or when written.
 	Request          json.RawMessage
 	Response         json.RawMessage
 	Error            json.RawMessage
@@ -406,7 +433,8 @@ type Log struct {
 	RequestTruncated bool
 	Truncated        bool // the response was cut
 	ErrorTruncated   bool
-	// ResponseBytes is the size of the stored response JSON before any cut.
+	// ResponseBytes is the size of the response JSON before any cut: the router's
+	// (MetaResponseBytes) or, when it cut none, the stored JSON's.
 	ResponseBytes int
 }
 

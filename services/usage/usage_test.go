@@ -381,15 +381,30 @@ func TestRecentRedactsAndTruncates(t *testing.T) {
 		"headers":{"Authorization":"Basic dXNlcjpwYXNzd29yZA==","Accept":"text/html"},
 		"refresh_token":null,"max_tokens":256,"sort_key":"name","html":"<b>&</b>"}`
 	resp := `{"content":[{"type":"text","text":"token is ` + jwt + `"},{"type":"text","text":"` + jwt + `"}]}`
-	// A response far above the cap, with multi-byte characters to cut between.
-	big := `{"content":[{"type":"text","text":"` + strings.Repeat("héllo wörld ✓ ", 3000) + `"}]}`
+	// A response far above the cap, with multi-byte characters to cut between and a
+	// secret named by its key only, stored as the router stores it (calls.go, completed):
+	// cut by ForLog, its size in the metadata. Cut as text (usage.Cap), the password
+	// was kept in the row and shown: a cut JSON text is masked by its words' shape only.
+	note := strings.Repeat("héllo wörld ✓ ", 3000)
+	big, _ := json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": "done"}},
+		"structured_content": map[string]any{"db_password": "opensesame", "note": note}})
+	stored, cut := usage.ForLog(big)
+	if !cut {
+		t.Fatalf("ForLog did not cut %d bytes", len(big))
+	}
+	bigMeta, _ := json.Marshal(map[string]any{"call_id": "c1", usage.MetaResponseBytes: len(big)})
 	f.insert(
 		usage.Entry{ToolID: tool, UserID: user, Actor: "alice", Source: "test_panel", UsedAt: time.Now().Add(-time.Minute),
 			DurationMS: ms(12.5), Success: true, Request: json.RawMessage(req), Response: json.RawMessage(resp),
 			Metadata: json.RawMessage(`{"client":"ide","session_token":"abc"}`)},
-		usage.Entry{ToolID: tool, Success: false, ErrorCode: "upstream_error", Response: json.RawMessage(big),
+		usage.Entry{ToolID: tool, Success: false, ErrorCode: "upstream_error", Response: stored, Metadata: bigMeta,
 			Error: json.RawMessage(`{"message":"auth failed for ` + ghp + `","details":["` + ghp + `"]}`)},
 	)
+	var row string
+	if err := f.pool.QueryRow(f.ctx, `SELECT response::text FROM tool_usage_logs WHERE tool_id = $1 AND NOT success`, tool).Scan(&row); err != nil ||
+		strings.Contains(row, "opensesame") {
+		t.Errorf("the stored row keeps the password (%v): %.200s", err, row)
+	}
 	logs, next, err := usage.Recent(f.ctx, f.pool, tool, 0, 10)
 	if err != nil || len(logs) != 2 || next != 0 {
 		t.Fatalf("recent: %d logs, next %d, %v", len(logs), next, err)
@@ -401,7 +416,7 @@ func TestRecentRedactsAndTruncates(t *testing.T) {
 		if !json.Valid(raw) {
 			t.Errorf("%s is not valid JSON: %.200s", name, raw)
 		}
-		for _, secret := range []string{"hunter2", ghp, "abcdefghijklmnopqrstuvwxyz012345", jwt, "dXNlcjpwYXNzd29yZA==", "plain-looking-but-named-secret"} {
+		for _, secret := range []string{"hunter2", ghp, "abcdefghijklmnopqrstuvwxyz012345", jwt, "dXNlcjpwYXNzd29yZA==", "plain-looking-but-named-secret", "opensesame"} {
 			if strings.Contains(string(raw), secret) {
 				t.Errorf("%s leaks %q: %s", name, secret, raw)
 			}
@@ -459,20 +474,26 @@ func TestRecentRedactsAndTruncates(t *testing.T) {
 		t.Errorf("successful log = %+v", ok)
 	}
 
-	// The failed call: its big response is cut to a JSON string of at most the cap.
-	if !failed.Truncated || failed.ResponseBytes <= usage.MaxJSONBytes || failed.ErrorCode != "upstream_error" ||
+	// The failed call: its big response was cut keeping its structure, once (not a JSON
+	// string of JSON text, escaped again when read), and its size is the one before.
+	if !failed.Truncated || failed.ResponseBytes != len(big) || failed.ErrorCode != "upstream_error" ||
 		failed.Success || failed.DurationMS != nil || failed.UserID != "" || string(failed.Request) != "{}" {
-		t.Errorf("failed log = %+v", failed)
+		t.Errorf("failed log = %+v (response of %d bytes)", failed, len(big))
 	}
-	var cut string
-	if err := json.Unmarshal(failed.Response, &cut); err != nil {
-		t.Fatalf("truncated response is not a JSON string: %v", err)
+	var shown struct {
+		Content           []struct{ Type, Text string } `json:"content"`
+		StructuredContent map[string]string             `json:"structured_content"`
 	}
-	if len(cut) > usage.MaxJSONBytes || len(cut) < usage.MaxJSONBytes-4 || !strings.HasPrefix(cut, `{"content":[{"text":"héllo wörld ✓`) {
-		t.Errorf("truncated response: %d bytes, starts %.60q", len(cut), cut)
+	if err := json.Unmarshal(failed.Response, &shown); err != nil {
+		t.Fatalf("truncated response is not the response's structure: %v: %.200s", err, failed.Response)
 	}
-	if strings.ContainsRune(cut, '\uFFFD') {
-		t.Error("truncated response cut a character in half")
+	cutNote := shown.StructuredContent["note"]
+	if len(shown.Content) != 1 || shown.Content[0].Text != "done" || shown.StructuredContent["db_password"] != usage.Mask ||
+		len(cutNote) > usage.MaxJSONBytes || len(cutNote) < usage.MaxJSONBytes/2 || !strings.HasPrefix(note, cutNote) {
+		t.Errorf("truncated response: %d bytes of note, %.300s", len(cutNote), failed.Response)
+	}
+	if len(failed.Response) > 2*usage.MaxJSONBytes || strings.Contains(string(failed.Response), `\"`) {
+		t.Errorf("truncated response: %d bytes, escaped twice: %.200s", len(failed.Response), failed.Response)
 	}
 	var e struct {
 		Message string
