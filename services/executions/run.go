@@ -155,6 +155,9 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 	if _, mine := s.held.Load(id); mine {
 		return nil
 	}
+	// How long ago a job marked running must have been picked up to be taken for a dead
+	// replica's: a picker may take pickupGrace to record itself.
+	olderThan := pickupGrace
 	if runner != "" && s.opts.RunnerAlive != nil {
 		if !sweep && runner != s.opts.RunnerID {
 			// At start, another runner's (another replica's, or this one's before a
@@ -163,11 +166,39 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 			// runner looks dead and every lock is free, live runners' too.
 			return nil
 		}
-		if sweep && !idle && s.opts.RunnerAlive(ctx, runner) {
-			return nil
+		if sweep && !idle {
+			if s.opts.RunnerAlive(ctx, runner) {
+				return nil
+			}
+			// Its runner recorded itself, so picked its job up, and died: its job's row,
+			// however young, is dead, and kept would count as working the execution for
+			// good. A live picker of another job of it cannot run it while the lock is
+			// held below, and River's end of that job leaves a discarded row as it is.
+			olderThan = 0
 		}
 	}
-	return s.settleLocked(ctx, id, func(ex *Execution) error {
+	discard := func() error {
+		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+			olderThan := olderThan
+			if olderThan == 0 {
+				// runner was read before the lock was taken: one that took the execution
+				// over since (recording itself) picked its job up a moment ago.
+				var still bool
+				if err := tx.QueryRow(ctx, `/* executions.runner.still */ SELECT EXISTS (SELECT 1
+					FROM executions WHERE id = $1 AND runner_id::text = $2)`, id, runner).Scan(&still); err != nil {
+					return fmt.Errorf("executions: the runner of %s: %w", id, err)
+				}
+				if !still {
+					olderThan = pickupGrace
+				}
+			}
+			if err := jobs.DiscardDead(ctx, tx, runArgs{}.Kind(), "execution_id", id, olderThan); err != nil {
+				return fmt.Errorf("executions: finalize the dead jobs of %s: %w", id, err)
+			}
+			return nil
+		})
+	}
+	return s.settleLockedThen(ctx, id, discard, func(ex *Execution) error {
 		phase := PhaseRun
 		if ex.Status == RollingBack {
 			phase = PhaseRollback
@@ -175,15 +206,7 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 		if waiting, err := s.jobWaiting(ctx, id); err != nil || waiting {
 			return err
 		}
-		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-			// Its jobs marked running since before pickupGrace are dead replicas' (River
-			// never finalizes them): they would count as working it for good. A slow
-			// picker still alive is kept out by the lock held here.
-			if err := jobs.DiscardDead(ctx, tx, runArgs{}.Kind(), "execution_id", id, pickupGrace); err != nil {
-				return fmt.Errorf("executions: finalize the dead jobs of %s: %w", id, err)
-			}
-			return s.queuePhase(ctx, tx, id, phase)
-		})
+		return db.WithTx(ctx, s.begin, func(tx pgx.Tx) error { return s.queuePhase(ctx, tx, id, phase) })
 	})
 }
 
@@ -191,11 +214,23 @@ func (s *Service) settleOrphan(ctx context.Context, id, runner string, sweep, id
 // settles a step found running (settleInterrupted), and calls then while the
 // execution still executes or rolls back, the lock still held.
 func (s *Service) settleLocked(ctx context.Context, id string, then func(ex *Execution) error) error {
+	return s.settleLockedThen(ctx, id, nil, then)
+}
+
+// settleLockedThen is settleLocked calling first, when not nil, once the lock is held,
+// whatever the execution's status: the dead jobs of an execution about to fail as
+// interrupted are finalized too (River's cleaner deletes only finalized rows).
+func (s *Service) settleLockedThen(ctx context.Context, id string, first func() error, then func(ex *Execution) error) error {
 	release, ok, err := s.lockExecution(ctx, id)
 	if err != nil || !ok {
 		return err
 	}
 	defer release()
+	if first != nil {
+		if err := first(); err != nil {
+			return err
+		}
+	}
 	ex, err := s.get(ctx, s.pool, id)
 	if err != nil {
 		return err

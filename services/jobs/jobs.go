@@ -65,23 +65,24 @@ func (q *Queue) Started() (bool, time.Time) {
 // (when it did, Started says so already).
 func (q *Queue) Attempted() <-chan struct{} { return q.attempted }
 
-// start starts River, trying again until it starts (true) or ctx ends (false). A failed
-// Start leaves the client ready for another. The first few failures are logged, then
-// the streak is quiet until it ends.
-func (q *Queue) start(ctx context.Context) bool {
+// start starts River, trying again until it starts (true) or ctx ends (false, River
+// stopped, err from stopping it). A failed Start leaves the client ready for another.
+// The first few failures are logged, then the streak is quiet until it ends.
+func (q *Queue) start(ctx context.Context) (bool, error) {
 	const loud = 3
 	wait := 200 * time.Millisecond
 	for failures := 0; ; failures++ {
-		// Jobs inherit Start's context, and River cancels running jobs when it ends:
-		// give it one that does not end with ctx, so a stop lets the running jobs finish.
-		err := q.client.Start(context.WithoutCancel(ctx))
+		ended, err := q.tryStart(ctx)
+		if ended {
+			return false, err
+		}
 		if err == nil {
 			q.setStarted(true) // before attempted closes: who waits on it sees it started
 			q.attemptedOnce.Do(func() { close(q.attempted) })
 			if failures > 0 {
 				q.log.Info("jobs: queue started", "failed_attempts", failures)
 			}
-			return true
+			return true, nil
 		}
 		q.attemptedOnce.Do(func() { close(q.attempted) })
 		if failures < loud {
@@ -95,10 +96,37 @@ func (q *Queue) start(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return false, nil
 		case <-t.C:
 		}
 		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// tryStart is one River Start, given up when ctx ends first (ended true, River
+// stopped, err from stopping it). Jobs inherit Start's context, and River cancels
+// running jobs when it ends: Start is given one that does not end with ctx, so a stop
+// lets the running jobs finish. But Start's first steps are round trips to the
+// database bounded by that context alone: to an address that never answers (no
+// connect_timeout), a stop waited minutes for TCP to give up.
+func (q *Queue) tryStart(ctx context.Context) (ended bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- q.client.Start(context.WithoutCancel(ctx)) }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+	}
+	// River's Stop cancels a Start under way (which then returns nil) or stops River if
+	// it started meanwhile; one called before Start began does nothing, so it is called
+	// again until Start has returned, and once more after (it may have started since).
+	for {
+		err = errors.Join(err, q.shutdown(ctx))
+		select {
+		case <-done:
+			return true, errors.Join(err, q.shutdown(ctx))
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
@@ -267,11 +295,17 @@ func (q *Queue) Run(ctx context.Context) error {
 	if err := q.Open(); err != nil {
 		return err
 	}
-	if !q.start(ctx) {
-		return nil
+	if started, err := q.start(ctx); !started {
+		return err
 	}
 	defer q.setStarted(false)
 	<-ctx.Done()
+	return q.shutdown(ctx)
+}
+
+// shutdown stops River once ctx has ended: the BeforeStop functions run, then running
+// jobs may finish for up to two minutes before they are cancelled.
+func (q *Queue) shutdown(ctx context.Context) error {
 	for _, f := range q.onStop {
 		f()
 	}
