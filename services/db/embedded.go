@@ -196,6 +196,10 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir)
 		return c, nil
 	}
+	if c.settled(ctx, settleWait) {
+		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir)
+		return c, nil
+	}
 
 	c.binDir, err = clusterBinDir(c.DataDir())
 	if err != nil {
@@ -463,6 +467,39 @@ func (c *Cluster) start(ctx context.Context, cred *syscall.Credential, timeout t
 				return fmt.Errorf("db: postgres did not accept connections within %v (log %s): %w", timeout, logPath, err)
 			}
 		case <-tick.C:
+		}
+	}
+}
+
+// settleWait bounds how long StartCluster waits for a postmaster of its data dir that
+// is alive but does not answer (settled).
+const settleWait = 60 * time.Second
+
+// settled waits, up to wait, while a postmaster of this data dir is alive but does not
+// answer: one still shutting down because the serve that started it was killed (its
+// Pdeathsig asks for a fast shutdown), or one still starting. It reports whether one
+// answers; false once none is alive (or after wait), when a new one may be started:
+// started at once, it would fail on the pid file the old one still holds.
+func (c *Cluster) settled(ctx context.Context, wait time.Duration) bool {
+	end := time.Now().Add(wait)
+	for logged := false; ; logged = true {
+		pid := c.postmasterPID()
+		if !ProcessAlive(pid) || !c.isPostmaster(pid) {
+			return false
+		}
+		if c.running(ctx) {
+			return true
+		}
+		if time.Now().After(end) || ctx.Err() != nil {
+			return false
+		}
+		if !logged {
+			c.log.Info("database: waiting for the embedded PostgreSQL of an earlier start to start or stop", "pid", pid, "dir", c.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
