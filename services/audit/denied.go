@@ -184,16 +184,12 @@ func NewLimiter(o LimitOptions) *Limiter {
 // maxLimitKeys is LimitOptions.MaxKeys's default.
 const maxLimitKeys = 100_000
 
-// Take reports whether an entry for key may be written now, and how many were held
+// take reports whether an entry for key may be written now, and how many were held
 // back before it: of this key, or with Pooled, of all shared keys. Shared entries (of
 // callers who are not signed in) are bounded by Total besides, so a flood from many
-// addresses cannot use up what signed-in actors' entries get.
-func (l *Limiter) Take(key string, shared bool) (ok bool, withheld int) {
-	return l.take(key, shared, Actor{})
-}
-
-// take is Take keeping who, the caller of an unshared entry it holds back, for the
-// entry that counts them should no later one of theirs (takeHeld).
+// addresses cannot use up what signed-in actors' entries get. who, the caller of an
+// unshared entry it holds back, is kept for the entry that counts them should no later
+// one of theirs (takeHeld).
 func (l *Limiter) take(key string, shared bool, who Actor) (ok bool, withheld int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -407,6 +403,8 @@ func (d *Denials) recordCount(reason string) func(ctx context.Context, n int) er
 func (d *Denials) recordHeld(ctx context.Context, held []Held) error {
 	entries := make([]Entry, len(held))
 	for i, h := range held {
+		// Who they are, not what one refusal carried (its address, request, user agent):
+		// the entry counts refusals of several requests.
 		who := Actor{Kind: h.Who.Kind, ID: h.Who.ID, Name: h.Who.Name, TokenID: h.Who.TokenID, TokenName: h.Who.TokenName}
 		entries[i] = Entry{Actor: who, Action: "request.denied", TargetType: "route", Result: ResultDenied,
 			Payload: map[string]any{"withheld_before": h.N, "reason": "refused requests of this caller held back by the " +

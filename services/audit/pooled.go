@@ -53,7 +53,7 @@ func NewPooledLimiter(lim *Limiter, o PooledOptions) *PooledLimiter {
 	return &PooledLimiter{lim: lim, o: o}
 }
 
-// Take is Limiter.Take; a shared entry it pools arms the quiet timer, so that should no
+// Take is Limiter.take; a shared entry it pools arms the quiet timer, so that should no
 // entry let through count it, the quiet flush does. A withheld count it returns whose
 // entry is then not written must be given back (GiveBack).
 func (p *PooledLimiter) Take(key string, shared bool) (ok bool, withheld int) {
