@@ -71,3 +71,32 @@ func TestDiscoverySealsSettingsOfNowSecretParams(t *testing.T) {
 		t.Errorf("%d sealing entries after a second change, want still 1", n)
 	}
 }
+
+// A value left in clear only in past versions (the setting was cleared since) is sealed
+// there too by the discovery that marks its parameter secret: the tool is chosen by
+// what any of its configurations holds, not only the current one.
+func TestDiscoverySealsNowSecretValuesOfPastVersions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("seal-past"))
+	f.discover(sv.ID, discovery("connect", tool("work", "Works", map[string]string{"memo": strProp})))
+	id := f.strings(`SELECT id::text FROM mcp_tools WHERE server_id = $1 AND name = 'work'`, sv.ID)[0]
+	ts := tools.New(f.pool, f.keys, nil)
+	if _, err := ts.Update(f.ctx, audit.System, id, tools.Patch{Reason: "plain",
+		Params: map[string]tools.ParamInput{"memo": {Mode: tools.ModeFixed, Value: json.RawMessage(`"red-9"`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ts.Update(f.ctx, audit.System, id, tools.Patch{Reason: "cleared", Params: map[string]tools.ParamInput{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.count(`SELECT count(*) FROM tool_configurations WHERE tool_id = $1 AND configuration::text LIKE '%red-9%'`, id); n != 1 {
+		t.Fatalf("the set-up wants memo in clear in one past version: %d", n)
+	}
+	f.discover(sv.ID, discovery("list_changed", tool("work", "Works", map[string]string{"memo": `{"type":"string","format":"password"}`})))
+	if n := f.count(`SELECT count(*) FROM tool_configurations WHERE tool_id = $1 AND configuration::text LIKE '%red-9%'`, id); n != 0 {
+		t.Errorf("memo, now secret, is still in clear in %d past versions", n)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.configure' AND target_id = $1 AND payload->>'sealed' IS NOT NULL`, id); n != 1 {
+		t.Errorf("%d sealing entries, want 1", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,14 +25,22 @@ func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []
 	if keys == nil || len(ids) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `/* tools.SealNowSecret */ SELECT id::text, configuration, input_schema FROM mcp_tools
-		WHERE id = ANY($1::uuid[]) AND EXISTS (SELECT 1 FROM jsonb_each(configuration->'params') p WHERE NOT p.value ? 'secret')
-		ORDER BY id FOR UPDATE`, ids)
+	// A setting in clear in the current configuration or in a past version (one cleared
+	// or encrypted by a save since, its history kept in clear).
+	const clear = `EXISTS (SELECT 1 FROM jsonb_each(CASE WHEN jsonb_typeof(c->'params') = 'object' THEN c->'params' END) p
+		WHERE NOT p.value ? 'secret')`
+	rows, err := tx.Query(ctx, `/* tools.SealNowSecret */ SELECT t.id::text, s.name AS server, t.name, t.configuration, t.input_schema
+		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id
+		WHERE t.id = ANY($1::uuid[]) AND (`+strings.ReplaceAll(clear, "c->", "t.configuration->")+`
+			OR EXISTS (SELECT 1 FROM tool_configurations v WHERE v.tool_id = t.id AND `+strings.ReplaceAll(clear, "c->", "v.configuration->")+`))
+		ORDER BY t.id FOR UPDATE OF t`, ids)
 	if err != nil {
 		return fmt.Errorf("tools: seal settings: %w", err)
 	}
 	type clearTool struct {
 		ID     string          `db:"id"`
+		Server string          `db:"server"`
+		Name   string          `db:"name"`
 		Config []byte          `db:"configuration"`
 		Input  json.RawMessage `db:"input_schema"`
 	}
@@ -41,23 +50,18 @@ func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []
 	}
 	var entries []audit.Entry
 	for _, t := range found {
-		c := parseConfiguration(t.Config)
-		secret := c.SecretIn(t.Input)
-		var names []string
-		for _, name := range slices.Sorted(maps.Keys(c.Params)) {
-			if c.Params[name].Secret == "" && secret(name) {
-				names = append(names, name)
-			}
-		}
-		if len(names) == 0 {
-			continue
-		}
-		next, err := sealParams(keys, t.ID, t.Config, names)
+		isSecret := SecretParams(t.Input)
+		pr := props(t.Input)
+		secret := func(name string) bool { return isSecret(name, pr[name]) }
+		sealed := map[string]bool{}
+		next, err := sealParams(keys, t.ID, t.Config, secret, sealed)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `/* tools.SealNowSecret.current */ UPDATE mcp_tools SET configuration = $2 WHERE id = $1::uuid`, t.ID, next); err != nil {
-			return fmt.Errorf("tools: seal settings: %w", err)
+		if next != nil {
+			if _, err := tx.Exec(ctx, `/* tools.SealNowSecret.current */ UPDATE mcp_tools SET configuration = $2 WHERE id = $1::uuid`, t.ID, next); err != nil {
+				return fmt.Errorf("tools: seal settings: %w", err)
+			}
 		}
 		vrows, err := tx.Query(ctx, `/* tools.SealNowSecret.versions */ SELECT id, configuration FROM tool_configurations WHERE tool_id = $1::uuid`, t.ID)
 		if err != nil {
@@ -68,7 +72,7 @@ func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []
 			return fmt.Errorf("tools: seal settings: %w", err)
 		}
 		for _, v := range vs {
-			next, err := sealParams(keys, t.ID, v.Configuration, names)
+			next, err := sealParams(keys, t.ID, v.Configuration, secret, sealed)
 			if err != nil {
 				return err
 			}
@@ -79,13 +83,13 @@ func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []
 				return fmt.Errorf("tools: seal settings: %w", err)
 			}
 		}
-		it, err := getItem(ctx, tx, t.ID, false)
-		if err != nil {
-			return fmt.Errorf("tools: seal settings: %w", err)
+		if len(sealed) == 0 {
+			continue
 		}
 		entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.configure", TargetType: "tool", TargetID: t.ID,
-			TargetName: it.QualifiedName(), Payload: map[string]any{"sealed": names, "reason": "the tool's new definition marks " +
-				"these parameters secret: their values, stored in clear until now, are stored encrypted (in past versions too)"}})
+			TargetName: Row{Server: t.Server, Name: t.Name}.QualifiedName(), Payload: map[string]any{"sealed": slices.Sorted(maps.Keys(sealed)),
+				"reason": "the tool's new definition marks these parameters secret: their values, stored in clear until now, " +
+					"are stored encrypted (in past versions too)"}})
 	}
 	if len(entries) == 0 {
 		return nil
@@ -102,14 +106,14 @@ type storedVersion struct {
 	Configuration []byte `db:"configuration"`
 }
 
-// sealParams is raw (a stored configuration of tool id) with the values of names it holds
-// in clear encrypted; nil when it holds none of them in clear.
-func sealParams(keys *secrets.Keyring, id string, raw []byte, names []string) ([]byte, error) {
+// sealParams is raw (a stored configuration of tool id) with the values it holds in
+// clear of the parameters secret names encrypted, each name added to sealed; nil when
+// it holds none.
+func sealParams(keys *secrets.Keyring, id string, raw []byte, secret func(name string) bool, sealed map[string]bool) ([]byte, error) {
 	c := parseConfiguration(raw)
-	sealed := 0
-	for _, name := range names {
-		st, ok := c.Params[name]
-		if !ok || st.Secret != "" || st.Value == nil {
+	n := 0
+	for name, st := range c.Params {
+		if st.Secret != "" || st.Value == nil || !secret(name) {
 			continue
 		}
 		enc, err := keys.Encrypt(st.Value, configAAD(id, name))
@@ -117,9 +121,10 @@ func sealParams(keys *secrets.Keyring, id string, raw []byte, names []string) ([
 			return nil, fmt.Errorf("tools: seal settings: tool %s, parameter %s: %w", id, name, err)
 		}
 		c.Params[name] = Setting{Mode: st.Mode, Secret: enc}
-		sealed++
+		sealed[name] = true
+		n++
 	}
-	if sealed == 0 {
+	if n == 0 {
 		return nil, nil
 	}
 	return withParams(raw, c.Params)
