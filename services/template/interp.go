@@ -49,8 +49,8 @@ type interp struct {
 
 const (
 	shellExample  = `[sh, -c, 'grep -e "$1" /var/log/app.log', sh, "{pattern}"]`
-	stdinNote     = `, or pass it on standard input`
 	pythonExample = `[python3, -c, 'import sys; print(sys.argv[1])', "{text}"]`
+	rExample      = `[Rscript, -e, 'cat(commandArgs(TRUE)[1])', "{text}"]`
 )
 
 var (
@@ -67,7 +67,11 @@ var (
 		longLib: []string{"require", "import", "loader", "experimental-loader"}, stdinCode: true}
 	phpInterp = &interp{kind: "PHP", example: `[php, -r, 'echo $argv[1];', --, "{text}"]`, shortArg: "rBREfdczSt", inline: "rBRE", files: "f", stdinCode: true}
 	luaInterp = &interp{kind: "Lua", example: `[lua, -e, 'io.write(io.read("a"))'], stdin: "{text}"`, shortArg: "eljO", inline: "e", libs: "l", stdinCode: true}
-	rInterp   = &interp{kind: "R", example: `[Rscript, -e, 'cat(commandArgs(TRUE)[1])', "{text}"]`, shortArg: "ef", inline: "e", files: "f", longFile: []string{"file"}}
+	// Rscript with no file and no -e prints its usage; R reads its program from standard
+	// input (R --vanilla < script.R). R's -d names a debugger that runs R.
+	rscriptInterp = &interp{kind: "R", example: rExample, shortArg: "ef", inline: "e", files: "f", longFile: []string{"file"}}
+	rInterp       = &interp{kind: "R", example: rExample, shortArg: "efgd", inline: "e", files: "f", libs: "d", longArg: []string{"gui"},
+		longFile: []string{"file"}, longLib: []string{"debugger"}, stdinCode: true}
 	awkInterp = &interp{kind: "awk", example: `[awk, -v, "pat={pattern}", '$0 ~ pat', /var/log/app.log]`, shortArg: "FvfeEilW", inline: "e", files: "fE", libs: "il",
 		longArg: []string{"field-separator", "assign"}, longCode: []string{"source"}, longFile: []string{"file", "exec"}, longLib: []string{"include", "load"}, firstCode: true}
 	sedInterp = &interp{kind: "sed", example: `[sed, --sandbox, -n, "/{pattern}/p", /var/log/app.log] (--sandbox stops it running commands or writing files), or grep`,
@@ -78,9 +82,11 @@ var (
 	scriptInterp = &interp{kind: "shell", example: shellExample, shortArg: "cIOBTm", inline: "c", longCode: []string{"command"},
 		longArg: []string{"log-in", "log-out", "log-io", "log-timing", "logging-format"}, permute: true}
 	expectInterp = &interp{kind: "Tcl", example: `a script file that reads $argv: [expect, check.exp, "{host}"]`, shortArg: "cfb", inline: "c", files: "fb", stdinCode: true}
-	tclInterp    = &interp{kind: "Tcl", example: `a script file that reads $argv: [tclsh, check.tcl, "{host}"]`, shortArg: "", stdinCode: true}
+	tclInterp    = &interp{kind: "Tcl", example: `a script file that reads $argv: [tclsh, check.tcl, "{host}"]`, stdinCode: true}
 	sshInterp    = &interp{kind: "remote shell", example: `pass values on standard input: [ssh, host, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{pattern}"`,
-		shortArg: "BbcDEeFIiJLlmOoPpQRSWw", remote: true, stdinCode: true}
+		shortArg: "BbcDEeFIiJLlmOoPpQRSWw", remote: true}
+	// pwshInterp stands for PowerShell, whose -Command takes all the items after it as code.
+	pwshInterp = &interp{kind: "PowerShell", example: `[pwsh, -File, script.ps1, "{text}"]`}
 )
 
 // interpreters are the programs whose arguments hold code, by name.
@@ -90,12 +96,12 @@ var interpreters = map[string]*interp{
 	"fish": shellInterp, "csh": shellInterp, "tcsh": shellInterp,
 	"python": pythonInterp, "pypy": pythonInterp, "perl": perlInterp, "ruby": rubyInterp,
 	"node": nodeInterp, "nodejs": nodeInterp, "bun": nodeInterp, "php": phpInterp, "lua": luaInterp, "luajit": luaInterp,
-	"Rscript": rInterp, "R": rInterp,
+	"Rscript": rscriptInterp, "R": rInterp,
 	"awk": awkInterp, "gawk": awkInterp, "mawk": awkInterp, "nawk": awkInterp, "busybox-awk": awkInterp,
 	"sed": sedInterp, "gsed": sedInterp,
 	"su": suInterp, "runuser": suInterp, "script": scriptInterp,
 	"expect": expectInterp, "tclsh": tclInterp, "wish": tclInterp,
-	"ssh": sshInterp,
+	"ssh": sshInterp, "pwsh": pwshInterp, "powershell": pwshInterp,
 }
 
 // versioned matches names such as python3.12, perl5.36, lua5.4, php8.2 or pypy3.
@@ -110,14 +116,8 @@ func interpreterOf(prog string) (*interp, string) {
 	if m := versioned.FindStringSubmatch(name); m != nil {
 		return interpreters[m[1]], name
 	}
-	if name == "pwsh" || name == "powershell" {
-		return pwshInterp, name
-	}
 	return nil, name
 }
-
-// pwshInterp stands for PowerShell, whose -Command takes all the items after it as code.
-var pwshInterp = &interp{kind: "PowerShell", example: `[pwsh, -File, script.ps1, "{text}"]`}
 
 // wrapper is a program that runs another one given after its options (env, timeout,
 // xargs): the program it runs is found past them.
@@ -192,15 +192,16 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 			r.fail(line(idx), format, a...)
 		}
 	}
-	prog, via := r.programOf(items, stdinVar, report)
+	prog, via := programOf(items, nil, stdinVar, report)
 	if prog >= 0 {
 		checkInterp(items, prog, true, stdinVar, via, report)
 	}
+	// items[0] is the program, a wrapper, or refused by the caller.
 	for i, it := range items {
-		if i == prog || it.idx != i {
+		if i == prog {
 			continue
 		}
-		if s, ok := it.lit(); ok && i > 0 {
+		if s, ok := it.lit(); ok {
 			if ip, _ := interpreterOf(s); ip != nil {
 				checkInterp(items, i, false, stdinVar, nil, report)
 			}
@@ -214,13 +215,18 @@ type viaXargs struct {
 	replace string
 }
 
-// programOf walks argv[0] and the wrappers it names to the program that finally runs:
-// its position in items, or -1 when there is none to check further.
-func (r *reader) programOf(items []item, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
-	var via *viaXargs
+// programOf walks items[0] and the wrappers it names to the program that finally runs:
+// its position in items, or -1 when there is none to check further. via is the xargs
+// that runs items[0], if any (env -S's line under xargs still gets xargs's input).
+func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
 	i, prev := 0, ""
 	for range 16 {
 		if i >= len(items) {
+			// xargs alone runs echo; another wrapper under xargs runs the first word of
+			// its input.
+			if via != nil && via.replace == "" && stdinVar && (prev == "" || !wrappers[prev].xargs) {
+				report(-1, "stdin goes to xargs, whose first word of it becomes the program that runs, so it cannot have placeholders: a call must never choose which program runs; name the program in argv and let xargs add the values after it")
+			}
 			return -1, via
 		}
 		s, ok := items[i].lit()
@@ -229,6 +235,10 @@ func (r *reader) programOf(items []item, stdinVar bool, report func(int, string,
 			if i > 0 {
 				report(items[i].idx, "argv[%d] is the program %s runs and cannot have placeholders: a call must never choose which program runs", items[i].idx, prev)
 			}
+			return -1, via
+		}
+		if via != nil && via.replace != "" && stdinVar && strings.Contains(s, via.replace) {
+			report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the program that runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, items[i].idx)
 			return -1, via
 		}
 		name := path.Base(s)
@@ -248,6 +258,10 @@ func (r *reader) programOf(items []item, stdinVar bool, report func(int, string,
 				p := it.t.litPrefix()
 				switch {
 				case strings.HasPrefix(p, "-"):
+					if w.optionHides(p) {
+						report(it.idx, "argv[%d] is among the options of %s, where a placeholder could name an option, or be the command line or replace string it runs with, so it cannot have placeholders there: write its options out and pass values as their own items", it.idx, name)
+						return -1, via
+					}
 					j++
 					continue
 				case w.assignments && strings.Contains(p, "="):
@@ -272,7 +286,8 @@ func (r *reader) programOf(items []item, stdinVar bool, report func(int, string,
 					j++
 				}
 				if opt == "split-string" && w.split != 0 {
-					return r.splitLine(items, i, j, has, val, name, stdinVar, report)
+					splitLine(items, j, has, val, name, via, stdinVar, report)
+					return -1, via
 				}
 				j++
 			case len(s) > 1 && s[0] == '-':
@@ -293,16 +308,24 @@ func (r *reader) programOf(items []item, stdinVar bool, report func(int, string,
 							}
 						}
 						if w.xargs && c == 'I' {
+							if rest == "" && j < len(items) && !items[j].t.Literal() {
+								report(items[j].idx, "argv[%d] is the string xargs -I replaces with each line of its input and cannot have placeholders: a value could make any text of the command a place for input", items[j].idx)
+								return -1, via
+							}
 							via.replace = val
 						}
 						if c == w.split && w.split != 0 {
-							return r.splitLine(items, i, j, rest != "", rest, name, stdinVar, report)
+							splitLine(items, j, rest != "", rest, name, via, stdinVar, report)
+							return -1, via
 						}
 						break
 					}
 					if strings.IndexByte(w.shortOpt, c) >= 0 {
 						if w.xargs && c == 'i' {
-							via.replace = orDefault(rest, "{}")
+							via.replace = rest
+							if rest == "" {
+								via.replace = "{}"
+							}
 						}
 						break
 					}
@@ -329,20 +352,48 @@ func (r *reader) programOf(items []item, stdinVar bool, report func(int, string,
 	return -1, via
 }
 
-// splitLine follows env -S, whose value is split into the command line env runs: the
-// value's words stand in for it (reported as its item), then the items after it.
-func (r *reader) splitLine(items []item, i, j int, attached bool, val string, name string, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
+// optionHides says whether a placeholder after p, the literal start of an option item of
+// w, could be an option's name or letters, or is the value of an option that sets the
+// command line w runs (env -S) or where xargs puts its input (-I).
+func (w *wrapper) optionHides(p string) bool {
+	if long, ok := strings.CutPrefix(p, "--"); ok {
+		opt, _, has := strings.Cut(long, "=")
+		return !has || w.split != 0 && opt == "split-string" || w.xargs && opt == "replace"
+	}
+	if w.numeric && len(p) > 1 && strings.Trim(p[1:], "0123456789") == "" {
+		return false
+	}
+	for k := 1; k < len(p); k++ {
+		c := p[k]
+		if w.split != 0 && c == w.split || w.xargs && (c == 'I' || c == 'i') {
+			return true
+		}
+		if strings.IndexByte(w.shortArg, c) >= 0 || strings.IndexByte(w.shortOpt, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// splitLine follows env -S at items[j], whose value is split into the command line env
+// runs: the value's words stand in for it (reported as its item), then the items after
+// it, and the program found there is checked.
+func splitLine(items []item, j int, attached bool, val string, name string, via *viaXargs, stdinVar bool, report func(int, string, ...any)) {
 	if j >= len(items) {
-		return -1, nil
+		return
 	}
 	valItem := items[j]
 	if !attached {
 		s, ok := valItem.lit()
 		if !ok {
 			report(valItem.idx, "argv[%d] is the command line %s -S splits and runs and cannot have placeholders: a value could add arguments or name the program; pass values as argv items after it", valItem.idx, name)
-			return -1, nil
+			return
 		}
 		val = s
+	}
+	if via != nil && via.replace != "" && stdinVar && strings.Contains(val, via.replace) {
+		report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the command line %s -S splits and runs, so it cannot have placeholders: a value could add arguments or name the program", via.replace, valItem.idx, name)
+		return
 	}
 	// The words are literal (the value has no placeholders), whatever braces they have.
 	var rest []item
@@ -350,18 +401,9 @@ func (r *reader) splitLine(items []item, i, j int, attached bool, val string, na
 		rest = append(rest, item{Text{Parts: []Part{{Lit: w}}, Line: valItem.t.Line}, valItem.idx})
 	}
 	rest = append(rest, items[j+1:]...)
-	prog, via := r.programOf(rest, stdinVar, report)
-	if prog >= 0 {
+	if prog, via := programOf(rest, via, stdinVar, report); prog >= 0 {
 		checkInterp(rest, prog, true, stdinVar, via, report)
 	}
-	return -1, nil
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // checkInterp reads the items after the interpreter at items[at] and reports where a
@@ -381,7 +423,7 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 		return
 	}
 	var code, files, libs, opts, operands []int // positions in args
-	codeGiven, fileGiven, cflag, stdinFlag, sandbox, missing := false, false, false, false, false, false
+	codeGiven, cflag, stdinFlag, sandbox, missing := false, false, false, false, false
 	options := true
 	addValue := func(k int, attached bool, isCode, isFile, isLib bool) int {
 		pos := k
@@ -398,7 +440,6 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 			codeGiven = true
 		case isFile:
 			files = append(files, pos)
-			fileGiven = true
 		case isLib:
 			libs = append(libs, pos)
 		}
@@ -481,10 +522,6 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 				opts = append(opts, k)
 			}
 			k = next
-		case !complete:
-			operands = append(operands, k)
-			options = ip.permute
-			k++
 		default:
 			operands = append(operands, k)
 			options = ip.permute
@@ -499,6 +536,17 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	}
 	if ip.remote {
 		// ssh destination command...: the command's items are joined and read by a shell.
+		// Under xargs, its input's words are added to that line (or with -I put in it).
+		if full && stdinVar && via != nil {
+			if via.replace == "" {
+				report(-1, "stdin goes to xargs, which adds its words to the command line of %s, whose remote shell runs them as code, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", name, name, ip.example)
+			}
+			for k := range args {
+				if s, ok := args[k].lit(); ok && via.replace != "" && strings.Contains(s, via.replace) {
+					report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d] of %s, where its remote shell or its options read it, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", via.replace, pos(k), name, name, ip.example)
+				}
+			}
+		}
 		if len(operands) > 0 {
 			for _, k := range operands[1:] {
 				if hasVar(k) {
@@ -514,16 +562,8 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 		}
 		return
 	}
-	switch {
-	case cflag:
-		if len(operands) > 0 {
-			code = append(code, operands[0])
-			operands = operands[1:]
-		} else {
-			missing = true
-		}
-		codeGiven = true
-	case ip.firstCode && !codeGiven && !fileGiven:
+	fileGiven := len(files) > 0
+	if cflag || ip.firstCode && !codeGiven && !fileGiven {
 		if len(operands) > 0 {
 			code = append(code, operands[0])
 			operands = operands[1:]
@@ -572,7 +612,7 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 			s, ok := args[k].lit()
 			switch {
 			case !ok:
-				report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or to %s -c: %s)", pos(k), name, name, ip.example)
+				report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or after code given in argv: %s)", pos(k), name, ip.example)
 			case s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0":
 				fromStdin = true
 			}

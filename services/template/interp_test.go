@@ -57,12 +57,34 @@ func TestInterpreterCodeRefused(t *testing.T) {
 		`{argv: [ssh, host.example], stdin: "{p}"}`:                        "stdin is read as commands by the remote shell",
 		`{argv: [xargs, -I, "{{}", sh, -c, "echo {{}"], stdin: "{p}"}`:     "stdin goes to xargs, which puts each of its lines in place of {}",
 		`{argv: [xargs, sh, -c], stdin: "{p}"}`:                            "stdin goes to xargs, whose first word of it becomes the shell code",
-		`{argv: [sh, "{p}"]}`:                                              "argv[1] names the script sh runs",
-		`{argv: [python3, -m, "{p}"]}`:                                     "argv[2] names the code python3 runs",
-		`{argv: [sh, "-{p}", x]}`:                                          "argv[1] is among the options of sh",
-		`{argv: [env, "{p}", x]}`:                                          "argv[1] is the program env runs and cannot have placeholders",
-		`{argv: [timeout, 5, "{p}"]}`:                                      "argv[2] is the program timeout runs",
-		`{argv: [xargs, "{p}"]}`:                                           "argv[1] is the program xargs runs",
+		// env -S's line under xargs still gets xargs's input.
+		`{argv: [xargs, -I, "{{}", env, -S, "sh -c", "echo {{}"], stdin: "{p}"}`: "stdin goes to xargs, which puts each of its lines in place of {}",
+		`{argv: [xargs, env, -S, "sh -c"], stdin: "{p}"}`:                        "stdin goes to xargs, whose first word of it becomes the shell code",
+		// Under xargs, its input's words are added to ssh's remote line; a wrapper left with
+		// no program runs the first word; -I's string may not name the program.
+		`{argv: [xargs, ssh, host.example, ls], stdin: "{p}"}`:                  "stdin goes to xargs, which adds its words to the command line of ssh",
+		`{argv: [xargs, ssh], stdin: "{p}"}`:                                    "stdin goes to xargs, which adds its words to the command line of ssh",
+		`{argv: [xargs, -I, "{{}", ssh, host.example, "ls {{}"], stdin: "{p}"}`: "stdin goes to xargs, which puts each of its lines in place of {} in argv[5] of ssh",
+		`{argv: [xargs, env], stdin: "{p}"}`:                                    "stdin goes to xargs, whose first word of it becomes the program",
+		`{argv: [xargs, timeout, "5"], stdin: "{p}"}`:                           "stdin goes to xargs, whose first word of it becomes the program",
+		`{argv: [xargs, -I, "{{}", "{{}"], stdin: "{p}"}`:                       "in place of {} in argv[3], the program that runs",
+		`{argv: [xargs, -I, "{{}", env, -S, "{{}"], stdin: "{p}"}`:              "in place of {} in argv[5], the command line env -S splits",
+		`{argv: [xargs, -I, "{q}", sh, -c, "echo x"], stdin: "{p}"}`:            "argv[2] is the string xargs -I replaces",
+		`{argv: [xargs, "-I{q}", sh, -c, "echo x"], stdin: "{p}"}`:              "argv[1] is among the options of xargs",
+		// A placeholder in env -S's value, or where it could be -S, is a command line.
+		`{argv: [env, "-S{p}"]}`:                                                 "argv[1] is among the options of env",
+		`{argv: [env, "--split-string={p}"]}`:                                    "argv[1] is among the options of env",
+		`{argv: [env, -i, "-{p}", ls]}`:                                          "argv[2] is among the options of env",
+		`{argv: [R, --vanilla], stdin: "{p}"}`:                                   "stdin is the program R reads and runs",
+		`{argv: [/usr/bin/R, --no-save, -q], stdin: "{p}"}`:                      "stdin is the program R reads and runs",
+		`{argv: [R, -d, "{p}"]}`:                                                 "argv[2] names the code R runs",
+		`{argv: [ssh, -p, "22", -o, BatchMode=yes, host.example], stdin: "{p}"}`: "stdin is read as commands by the remote shell",
+		`{argv: [sh, "{p}"]}`:                                                    "argv[1] names the script sh runs",
+		`{argv: [python3, -m, "{p}"]}`:                                           "argv[2] names the code python3 runs",
+		`{argv: [sh, "-{p}", x]}`:                                                "argv[1] is among the options of sh",
+		`{argv: [env, "{p}", x]}`:                                                "argv[1] is the program env runs and cannot have placeholders",
+		`{argv: [timeout, 5, "{p}"]}`:                                            "argv[2] is the program timeout runs",
+		`{argv: [xargs, "{p}"]}`:                                                 "argv[1] is the program xargs runs",
 	} {
 		_, err := template.Parse(commandTool(command))
 		var te *template.Error
@@ -107,6 +129,19 @@ func TestInterpreterDataAccepted(t *testing.T) {
 		`{argv: [ssh, host.example, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{p}"}`,
 		`{argv: [pwsh, -File, /opt/s.ps1, "{p}"]}`,
 		`{argv: [sh], stdin: "echo fixed"}`,
+		`{argv: [xargs, sh], stdin: "{p}"}`,
+		`{argv: [xargs], stdin: "{p}"}`,
+		`{argv: [xargs, -0, -n, "1"], stdin: "{p}"}`,
+		`{argv: [xargs, -I, "{{}", grep, -e, "{{}", /var/log/app.log], stdin: "{p}"}`,
+		`{argv: [env, "-u{q}", "-C/tmp", "A={p}", ls]}`,
+		`{argv: [timeout, "-s{q}", "5", ls]}`,
+		`{argv: [xargs, env, -S, sh], stdin: "{p}"}`,
+		`{argv: [xargs, -I, "{{}", env, -S, "sh -c", 'echo "$1"', sh, "{{}"], stdin: "{p}"}`,
+		`{argv: [R, -f, /opt/tools/report.R], stdin: "{p}"}`,
+		`{argv: [R, --vanilla, --file=/opt/tools/report.R], stdin: "{p}"}`,
+		`{argv: [R, -e, 'cat(readLines(file("stdin")))'], stdin: "{p}"}`,
+		`{argv: [Rscript, /opt/tools/report.R, "{q}"], stdin: "{p}"}`,
+		`{argv: [Rscript, -e, 'cat(commandArgs(TRUE)[1])', "{q}"], stdin: "{p}"}`,
 	} {
 		if _, err := template.Parse(commandTool(command)); err != nil {
 			t.Errorf("%s: %v", command, err)
