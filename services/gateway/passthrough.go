@@ -438,19 +438,13 @@ func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
 	return c
 }
 
-// maskBlob masks a resource's binary contents when they are UTF-8 text (a server may
-// serve a configuration file or a log as a blob), re-encoded as the masked bytes; other
-// bytes (an image) are passed on as they are, as no secret can be told apart in them.
-// The upstream's message cap bounds the work.
+// maskBlob masks a resource's binary contents when they are UTF-8 text
+// (secrets.MaskUTF8); the upstream's message cap bounds the work.
 func maskBlob(m *secrets.Masker, b []byte) []byte {
-	if m.Empty() || len(b) == 0 || !utf8.Valid(b) {
+	if m.Empty() {
 		return b
 	}
-	s := string(b)
-	if out := m.String(s); out != s {
-		return []byte(out)
-	}
-	return b
+	return secrets.MaskUTF8(b, m.String)
 }
 
 // errUnknownServer: the name is of no server with a tool that can be called now.

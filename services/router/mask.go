@@ -1,9 +1,9 @@
 package router
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -56,12 +56,11 @@ func (ms masks) result(res *Result) {
 // other bytes (an image) are left as they came, as the gateway's resources/read does.
 func (ms masks) blob(b64 string) string {
 	raw, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil || !utf8.Valid(raw) {
+	if err != nil {
 		return b64
 	}
-	s := string(raw)
-	if out := ms.text(s); out != s {
-		return base64.StdEncoding.EncodeToString([]byte(out))
+	if out := secrets.MaskUTF8(raw, ms.text); !bytes.Equal(out, raw) {
+		return base64.StdEncoding.EncodeToString(out)
 	}
 	return b64
 }

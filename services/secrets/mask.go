@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Masked is what a configured secret value becomes wherever it would be shown or
@@ -99,6 +100,20 @@ func (m *Masker) String(s string) string {
 		return s
 	}
 	return m.r.Replace(s)
+}
+
+// MaskUTF8 is b masked by mask when b is UTF-8 text (a configuration file or a log sent
+// as a blob), b itself when it is not (an image: no secret can be told apart in its
+// bytes, and masking would corrupt it) or when mask changed nothing.
+func MaskUTF8(b []byte, mask func(string) string) []byte {
+	if len(b) == 0 || !utf8.Valid(b) {
+		return b
+	}
+	s := string(b)
+	if out := mask(s); out != s {
+		return []byte(out)
+	}
+	return b
 }
 
 // Contains reports whether s holds a value m masks.
