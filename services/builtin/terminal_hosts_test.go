@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 )
 
 // leftBehind starts a process as a crashed run of marker left it: in a session of its
@@ -28,7 +30,7 @@ func leftBehind(t *testing.T, marker string) *exec.Cmd {
 // session sid.
 func writeCrashedRun(t *testing.T, dir, marker string, sid int) {
 	t.Helper()
-	if err := writeRecord(dir, record{SID: sid, Marker: marker}); err != nil {
+	if err := proctrack.Write(dir, record{SID: sid, Marker: marker}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(record{Marker: marker})

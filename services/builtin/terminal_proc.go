@@ -37,14 +37,6 @@ func recordDir(root, host string) string { return filepath.Join(legacyRecordDir(
 // sessions.
 func legacyRecordDir(root string) string { return filepath.Join(root, ".terminals") }
 
-func writeRecord(dir string, r record) error { return proctrack.Write(dir, r) }
-
-func removeRecord(dir string, sid int) { proctrack.Remove(dir, sid) }
-
-// writeRun records the run's marker: after a crash, a process that left its session
-// is still found by it.
-func writeRun(dir, marker string) error { return proctrack.WriteRun(dir, marker) }
-
 // endRun kills every process that carries the run's marker and drops its record; it
 // reports how many it killed.
 func endRun(dir, marker string) int {

@@ -329,7 +329,7 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 		endedBytes: map[string]int{}, endedNum: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
-	if err := writeRun(ts.records, ts.marker); err != nil {
+	if err := proctrack.WriteRun(ts.records, ts.marker); err != nil {
 		opts.Logger.Warn("terminals: record this run", "err", err)
 	}
 	return ts, nil
@@ -727,7 +727,7 @@ func (ts *Terminals) workspaceOf(dir string) string {
 
 // track records t's session (for a cleanup after a crash), registers it and reaps it.
 func (ts *Terminals) track(t *Terminal) error {
-	if err := writeRecord(ts.records, record{SID: t.sid, Marker: ts.marker, Started: t.Started}); err != nil {
+	if err := proctrack.Write(ts.records, record{SID: t.sid, Marker: ts.marker, Started: t.Started}); err != nil {
 		ts.opts.Logger.Warn("terminals: record a session", "err", err)
 	}
 	if ts.beforeAdd != nil {
@@ -736,7 +736,7 @@ func (ts *Terminals) track(t *Terminal) error {
 	if err := ts.add(t); err != nil {
 		endSession(t.sid, ts.marker, 0, make(chan struct{})) // not reaped yet
 		_ = t.cmd.Wait()
-		removeRecord(ts.records, t.sid)
+		proctrack.Remove(ts.records, t.sid)
 		return err
 	}
 	ts.changed(t, TerminalOpened)
@@ -765,7 +765,7 @@ func (ts *Terminals) track(t *Terminal) error {
 		if !swept {
 			endSession(t.sid, ts.marker, 0, nil) // reaped: only the marked ones are surely ours
 		}
-		removeRecord(ts.records, t.sid)
+		proctrack.Remove(ts.records, t.sid)
 		t.stopReading()
 		ts.keepEnded(t)
 		// Recorded before gone closes: Close, which a foreground command's call makes as

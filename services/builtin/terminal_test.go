@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/proctrack"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
@@ -364,7 +365,7 @@ func TestCleanupAfterCrash(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = decoy.Process.Kill(); _ = decoy.Wait() })
 	// A record that names the decoy's session with a marker it does not carry.
-	if err := writeRecord(recordDir(root, hostID()), record{SID: decoy.Process.Pid, Marker: "run-someone-else"}); err != nil {
+	if err := proctrack.Write(recordDir(root, hostID()), record{SID: decoy.Process.Pid, Marker: "run-someone-else"}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -176,16 +176,29 @@ func toolEntry(t *storedTool, refs map[[2]string]string, schema, undoSchema json
 	if c := t.Compensation; c != nil {
 		co := &compensationOut{Undo: c.Undo}
 		if len(c.Arguments) > 0 {
+			// The fixed values, masked together as the undo tool's arguments. (Masking is
+			// by name, key by key; one that is not JSON is left out so that it cannot fail
+			// the others' marshalling.)
+			fixed := map[string]json.RawMessage{}
+			for k, a := range c.Arguments {
+				if len(a.Value) > 0 && json.Valid(a.Value) {
+					fixed[k] = a.Value
+				}
+			}
+			var masked map[string]any
+			if len(fixed) > 0 {
+				if args, err := json.Marshal(fixed); err == nil {
+					v, ok := maskedArgs(undoSchema, args, "secret (the undo tool's input schema marks it): not exported; an import keeps the stored compensation")
+					if ok {
+						masked, _ = v.(map[string]any)
+					}
+				}
+			}
 			co.Arguments = map[string]argumentOut{}
 			for k, a := range c.Arguments {
 				ao := argumentOut{From: a.From, Value: yamlValue(a.Value)}
-				if len(a.Value) > 0 {
-					if args, err := json.Marshal(map[string]json.RawMessage{k: a.Value}); err == nil {
-						v, masked := maskedArgs(undoSchema, args, "secret (the undo tool's input schema marks it): not exported; an import keeps the stored compensation")
-						if m, ok := v.(map[string]any); ok && masked {
-							ao.Value = m[k] // else yamlValue's explicit null stays
-						}
-					}
+				if v := masked[k]; v != nil {
+					ao.Value = v // else yamlValue's explicit null stays
 				}
 				co.Arguments[k] = ao
 			}

@@ -120,11 +120,13 @@ func (q *Queue) tryStart(ctx context.Context) (ended bool, err error) {
 	// River's Stop cancels a Start under way (which then returns nil) or stops River if
 	// it started meanwhile; one called before Start began does nothing, so it is called
 	// again until Start has returned, and once more after (it may have started since).
+	// The BeforeStop functions run once, before the first.
+	q.beforeStop()
 	for {
-		err = errors.Join(err, q.shutdown(ctx))
+		err = errors.Join(err, q.stopClient(ctx))
 		select {
 		case <-done:
-			return true, errors.Join(err, q.shutdown(ctx))
+			return true, errors.Join(err, q.stopClient(ctx))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -306,9 +308,19 @@ func (q *Queue) Run(ctx context.Context) error {
 // shutdown stops River once ctx has ended: the BeforeStop functions run, then running
 // jobs may finish for up to two minutes before they are cancelled.
 func (q *Queue) shutdown(ctx context.Context) error {
+	q.beforeStop()
+	return q.stopClient(ctx)
+}
+
+func (q *Queue) beforeStop() {
 	for _, f := range q.onStop {
 		f()
 	}
+}
+
+// stopClient stops River, letting running jobs finish for up to two minutes before
+// cancelling them.
+func (q *Queue) stopClient(ctx context.Context) error {
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	if err := q.client.Stop(stop); err != nil {

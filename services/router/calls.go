@@ -117,10 +117,12 @@ func (cr *callRecord) redactedArgs() json.RawMessage {
 			args := tools.MaskArgs(cr.args, cr.e.secretArgs)
 			if len(args) <= usage.MaxJSONBytes {
 				cr.redacted = usage.Redact(args)
-			} else if out, cut := usage.ForLog(args); cut { // (masked by ForLog, cut or not)
-				cr.redacted, cr.argsCut = out, len(args)
 			} else {
+				out, cut := usage.ForLog(args) // (masked by ForLog, cut or not)
 				cr.redacted = out
+				if cut {
+					cr.argsCut = len(args)
+				}
 			}
 		}
 	}

@@ -443,31 +443,7 @@ func refTarget(root map[string]any, ref string) (any, bool) {
 	if f, err := url.PathUnescape(frag); err == nil {
 		frag = f
 	}
-	if frag == "" {
-		return root, true
-	}
-	if !strings.HasPrefix(frag, "/") {
-		return nil, false
-	}
-	var cur any = root
-	for _, tok := range strings.Split(frag[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := cur.(type) {
-		case map[string]any:
-			if cur, ok = c[tok]; !ok {
-				return nil, false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			cur = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return cur, true
+	return Lookup(root, frag)
 }
 
 // marksSecretWithin reports whether v, a decoded schema, or one nested in it marks its

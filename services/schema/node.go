@@ -262,7 +262,8 @@ func PtrJoin(ptr string, tokens ...string) string {
 	return b.String()
 }
 
-// Lookup follows a JSON pointer (RFC 6901, as used in a $ref fragment) from root.
+// Lookup follows a JSON pointer (RFC 6901, as used in a $ref fragment) from root,
+// a document as Decode gives it or as encoding/json does (map[string]any).
 func Lookup(root any, ptr string) (any, bool) {
 	if ptr == "" {
 		return root, true
@@ -276,6 +277,12 @@ func Lookup(root any, ptr string) (any, bool) {
 		switch c := cur.(type) {
 		case *Object:
 			v, ok := c.Get(tok)
+			if !ok {
+				return nil, false
+			}
+			cur = v
+		case map[string]any:
+			v, ok := c[tok]
 			if !ok {
 				return nil, false
 			}

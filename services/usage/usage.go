@@ -315,11 +315,16 @@ type logRow struct {
 	Response   json.RawMessage `db:"response"`
 	Error      json.RawMessage `db:"error"`
 	Metadata   json.RawMessage `db:"metadata"`
+	// What the router cut when it wrote the row (ForLog) says so in its metadata:
+	// whether MetaRequestBytes is there, and MetaResponseBytes (nil when absent).
+	RequestCut  bool            `db:"request_cut"`
+	ResponseCut json.RawMessage `db:"response_cut"`
 }
 
 const recentColumns = `l.id, l.tool_id::text AS tool_id, coalesce(l.user_id::text, '') AS user_id, l.actor, l.source,
 	l.used_at, l.duration_ms, l.success, coalesce(l.error_code, '') AS error_code,
-	l.request, l.response, l.error, l.metadata`
+	l.request, l.response, l.error, l.metadata,
+	l.metadata -> '` + MetaRequestBytes + `' IS NOT NULL AS request_cut, l.metadata -> '` + MetaResponseBytes + `' AS response_cut`
 
 // Recent returns up to limit (clamped to 1..MaxRecent) of toolID's calls, newest first
 // (by used_at, then id), starting after the call beforeID (0: from the newest), and the
@@ -383,18 +388,12 @@ func RecentOf(ctx context.Context, q db.Querier, toolID string, userID *string, 
 		l.Response, l.Truncated = shown(r.Response)
 		l.Error, l.ErrorTruncated = shown(r.Error)
 		l.Metadata, _ = shown(r.Metadata)
-		// What the router cut when it wrote the row (ForLog) says so in its metadata.
-		if bytes.Contains(r.Metadata, []byte(`_bytes"`)) {
-			var sizes map[string]json.RawMessage
-			if json.Unmarshal(r.Metadata, &sizes) == nil {
-				if _, ok := sizes[MetaRequestBytes]; ok {
-					l.RequestTruncated = true
-				}
-				var n int
-				if json.Unmarshal(sizes[MetaResponseBytes], &n) == nil && n > 0 {
-					l.Truncated, l.ResponseBytes = true, n
-				}
-			}
+		if r.RequestCut {
+			l.RequestTruncated = true
+		}
+		var n int
+		if json.Unmarshal(r.ResponseCut, &n) == nil && n > 0 {
+			l.Truncated, l.ResponseBytes = true, n
 		}
 		out[i] = l
 	}
