@@ -85,16 +85,12 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 	}
 	got, err := h.Grants.RespondAs(c.Request().Context(), ActorOf(c), id, response, verdict)
 	if c.Request().Header.Get("HX-Request") == "true" {
-		if fault.KindOf(err) == fault.KindInvalid {
-			// An answer the person can fix (only spaces, too long): the question comes back
-			// with why at the box and the words as typed, still answerable. Swapping in the
-			// error line instead took the question off the page, the agent blocked until a
-			// reload. With status 200: htmx swaps no 4xx (app.js would only show a toast).
-			q, qerr := h.pendingQuestion(c, id)
-			if qerr == nil {
-				return render(c, http.StatusOK, views.CollaborationRefused(promptOf(q), c.FormValue("response"), answerProblem(err)))
-			}
-			err = qerr // gone meanwhile, or not theirs: said as before
+		if fe, ok := formErrors(err); ok && fe["response"] != "" {
+			// An answer the person can fix (only spaces, too long): the card comes back so
+			// the question stays answerable, with why at the box and the words as typed
+			// (RespondAs returns the question with the refusal). With status 200: htmx
+			// swaps no 4xx (app.js would only show a toast).
+			return render(c, http.StatusOK, views.CollaborationRefused(promptOf(got), c.FormValue("response"), httperr.Sentence(fe["response"])))
 		}
 		if err != nil {
 			msg, mine := userMessage(err)
@@ -110,30 +106,6 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 		to = ref
 	}
 	return h.redirectWithOutcome(c, err, func() string { return answeredMessage(got) }, to)
-}
-
-// pendingQuestion is question id if it is the signed-in person's and still waits.
-func (h CollaborationsHandler) pendingQuestion(c echo.Context, id string) (grants.Collaboration, error) {
-	q, err := h.Grants.GetCollaboration(c.Request().Context(), id)
-	switch {
-	case err != nil:
-		return q, err
-	case q.UserID != ActorOf(c).ID:
-		return q, fault.NotFound("collaboration") // as RespondAs says of another's question
-	case q.Status != grants.StatusPending:
-		return q, grants.ErrNotPending
-	}
-	return q, nil
-}
-
-// answerProblem is what is wrong with a refused answer, said beside the box its label
-// names: the field's message without the field's name.
-func answerProblem(err error) string {
-	if fe, ok := formErrors(err); ok && fe["response"] != "" {
-		return httperr.Sentence(fe["response"])
-	}
-	msg, _ := userMessage(err)
-	return httperr.Sentence(strings.TrimPrefix(msg, "response: "))
 }
 
 // localPath reports whether ref is a path of this site to send a browser back to: not

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/toolwarden/toolwarden/services/grants"
 )
 
 // Question is what user_collaboration asks the person behind a call.
@@ -72,13 +72,12 @@ func UserCollaboration(a Asker) Tool {
 				if err := json.Unmarshal(args, &in); err != nil {
 					return errorResult("arguments: " + err.Error()), nil
 				}
-				if in.Target != "" && !filepath.IsAbs(in.Target) && c.Workspace != "" && grants.FileOperation(in.AuthorizeOperation) {
-					// A relative path is in the workspace, as the guard reads one: the grant
-					// is matched against the absolute path it resolves to.
-					in.Target = filepath.Join(c.Workspace, in.Target)
+				target, err := askedTarget(in.AuthorizeOperation, in.Target, c.Workspace)
+				if err != nil {
+					return errorResult(err.Error()), nil
 				}
 				ans, err := a.Ask(ctx, Question{Call: c, Prompt: in.Prompt, AuthorizeOperation: in.AuthorizeOperation,
-					Target: in.Target, OneTime: in.OneTime})
+					Target: target, OneTime: in.OneTime})
 				if err != nil {
 					return errorResult(err.Error()), nil
 				}
@@ -86,6 +85,46 @@ func UserCollaboration(a Asker) Tool {
 			},
 		}},
 	}
+}
+
+// fileOperations are the names of file_operations' operations, read from the tool (a
+// Server that runs nothing builds it; its operations only close over it).
+var fileOperations = sync.OnceValue(func() []string {
+	var names []string
+	for _, op := range (&Server{}).FileOperations().Operations {
+		names = append(names, op.Name)
+	}
+	return names
+})
+
+// fileOperation reports whether authorize_operation op is file_operations' (by its full
+// name, with or without the builtin__ prefix, the whole tool, or a bare operation's
+// name, which a grant matches too): its target is then a path the guard matches.
+func fileOperation(op string) bool {
+	op = strings.TrimPrefix(strings.TrimSpace(op), "builtin__")
+	tool, _, dotted := strings.Cut(op, ".")
+	return tool == "file_operations" || !dotted && slices.Contains(fileOperations(), op)
+}
+
+// askedTarget is the target to ask for operation op: grants store it as given, and the
+// guard matches a file operation's grant against the file's clean absolute path
+// (resolve), so such a target is put in that form: an absolute one cleaned (".", "..",
+// a trailing slash), a relative one resolved in the call's workspace as the guard reads
+// one. With no workspace a relative one is refused: stored as written it would never
+// match, and the retry the person approved would be refused again. Other targets (a
+// command) stay as written.
+func askedTarget(op, target, workspace string) (string, error) {
+	switch {
+	case target == "" || !fileOperation(op):
+		return target, nil
+	case filepath.IsAbs(target):
+		return filepath.Clean(target), nil
+	case workspace == "":
+		return "", fmt.Errorf("target: %q is a relative path and this call has no workspace to resolve it in: "+
+			"a file operation's target is the file's absolute path, as the authorization-required message names it; "+
+			"or leave target out to allow the operation on any path", clip(target, 200))
+	}
+	return filepath.Join(workspace, target), nil
 }
 
 // answerResult says how the question ended, in words for the agent and as structured

@@ -19,37 +19,86 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
+// grantFixture is a server with file_operations (low risk) and user_collaboration
+// enabled, alice signed in, and conversation conv-b's workspace: alice's calls are made
+// in conv-a, so writing there needs her permission.
+type grantFixture struct {
+	t       *testing.T
+	srv     *webtest.Server
+	session webtest.API
+	actor   audit.Actor
+	other   string // conv-b's workspace
+}
+
+func newGrantFixture(t *testing.T) *grantFixture {
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.App.Enable(t, "builtin__file_operations")
+	srv.App.Enable(t, "builtin__user_collaboration")
+	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	other, err := srv.App.Builtin.Workspace("conv-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &grantFixture{t: t, srv: srv, session: webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")},
+		actor: audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}, other: other}
+}
+
+// write has conv-a create path with content, overwriting it, approved beforehand.
+func (f *grantFixture) write(path, content string) *router.Result {
+	f.t.Helper()
+	args, _ := json.Marshal(map[string]any{"filePath": path, "content": content, "overwrite": true})
+	res, err := f.srv.Router.Call(context.Background(), router.Call{Tool: "builtin__file_operations.create_file", Arguments: args,
+		Actor: f.actor, Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true},
+		ConversationID: "conv-a"})
+	if err != nil {
+		f.t.Fatalf("create_file: %v", err)
+	}
+	return res
+}
+
+// ask has conv-a call user_collaboration with args, in the background; the result
+// comes on the channel when the question ends.
+func (f *grantFixture) ask(ctx context.Context, args map[string]any) <-chan *router.Result {
+	out := make(chan *router.Result, 1)
+	b, _ := json.Marshal(args)
+	go func() {
+		res, err := f.srv.Router.Call(ctx, router.Call{Tool: "builtin__user_collaboration", Arguments: b, Actor: f.actor,
+			Role: auth.RoleToolUser, Source: router.SourceAPI, ConversationID: "conv-a"})
+		if err != nil {
+			f.t.Error(err)
+		}
+		out <- res
+	}()
+	return out
+}
+
+// answer answers the one pending question with response and returns its asker's result.
+func (f *grantFixture) answer(asked <-chan *router.Result, response string) *router.Result {
+	f.t.Helper()
+	q := waitPending(f.t, f.session)
+	f.session.JSON(http.MethodPost, "/api/v1/collaborations/"+q.ID+"/respond", map[string]string{"response": response}, http.StatusOK, nil)
+	select {
+	case res := <-asked:
+		if res == nil {
+			f.t.Fatal("user_collaboration: no result")
+		}
+		return res
+	case <-time.After(10 * time.Second):
+		f.t.Fatal("user_collaboration still waits after the answer")
+	}
+	return nil
+}
+
 // The path guard and user_collaboration together, as seed 000 describes: a write into
 // another conversation's workspace is refused with what to ask; the agent asks through
 // user_collaboration with authorize_operation; the person approves in their session;
 // the same write then succeeds, once (a one-time grant), and the next is refused again.
 func TestWriteElsewhereWithPermission(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
-	session := webtest.API{T: t, Srv: srv, C: srv.Login(t, "alice", "alice-password-1")}
-	srv.App.Enable(t, "builtin__file_operations")
-	srv.App.Enable(t, "builtin__user_collaboration")
-	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
-	actor := audit.Actor{Kind: audit.ActorUser, ID: alice.ID, Name: "alice"}
-
-	other, err := srv.App.Builtin.Workspace("conv-b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := filepath.Join(other, "shared.txt")
-	write := func(content string) *router.Result {
-		t.Helper()
-		args, _ := json.Marshal(map[string]any{"filePath": target, "content": content, "overwrite": true})
-		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations.create_file", Arguments: args,
-			Actor: actor, Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true},
-			ConversationID: "conv-a"})
-		if err != nil {
-			t.Fatalf("create_file: %v", err)
-		}
-		return res
-	}
+	f := newGrantFixture(t)
+	target := filepath.Join(f.other, "shared.txt")
+	write := func(content string) *router.Result { return f.write(target, content) }
 	refused := write("first")
 	if !refused.IsError || !strings.Contains(router.TextOf(refused.Content), "authorize_operation") {
 		t.Fatalf("a write into another workspace: %+v", refused)
@@ -58,26 +107,10 @@ func TestWriteElsewhereWithPermission(t *testing.T) {
 		t.Fatalf("the refused write left a file: %v", err)
 	}
 
-	asked := make(chan *router.Result, 1)
-	go func() {
-		args, _ := json.Marshal(map[string]any{"prompt": "May I write " + target + "?",
-			"authorize_operation": "file_operations.create_file", "target": target, "one_time_use": true})
-		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__user_collaboration", Arguments: args, Actor: actor,
-			Role: auth.RoleToolUser, Source: router.SourceAPI, ConversationID: "conv-a"})
-		if err != nil {
-			t.Error(err)
-		}
-		asked <- res
-	}()
-	q := waitPending(t, session)
-	session.JSON(http.MethodPost, "/api/v1/collaborations/"+q.ID+"/respond", map[string]string{"response": "yes, go ahead"}, http.StatusOK, nil)
-	select {
-	case res := <-asked:
-		if res == nil || res.IsError {
-			t.Fatalf("user_collaboration: %+v", res)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("user_collaboration still waits after the answer")
+	asked := f.ask(context.Background(), map[string]any{"prompt": "May I write " + target + "?",
+		"authorize_operation": "file_operations.create_file", "target": target, "one_time_use": true})
+	if res := f.answer(asked, "yes, go ahead"); res.IsError {
+		t.Fatalf("user_collaboration: %+v", res)
 	}
 
 	if res := write("granted"); res.IsError {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -152,7 +151,7 @@ type Question struct {
 	ConversationID, CallID     string
 	ExecutionID, Source        string
 	Prompt                     string
-	AuthorizeOperation, Target string
+	AuthorizeOperation, Target string // the target is stored as given (see Ask)
 	OneTime                    bool
 	TTL                        time.Duration // of the grant; 0: DefaultTTL
 }
@@ -197,43 +196,13 @@ const pollEvery = 2 * time.Second
 // not pin the wait.
 const heartbeatTimeout = 5 * time.Second
 
-// fileOperations are the operations of the built-in tool file_operations (a test keeps
-// them in step): a grant of one by its bare name ("create_file") allows it too.
-var fileOperations = []string{"read_file", "list_dir", "file_search", "grep_search", "get_file_info", "create_file",
-	"replace_string", "multi_replace", "insert_edit", "delete_file", "rename_file", "copy_file", "create_directory",
-	"restore_snapshot"}
-
-// FileOperation reports whether a question's operation is one of file_operations' (by
-// its full name, with or without the builtin__ prefix, or a bare operation's name),
-// whose target is a path the guard matches.
-func FileOperation(op string) bool {
-	op = normalize(op)
-	tool, _, dotted := strings.Cut(op, ".")
-	return tool == "file_operations" || !dotted && slices.Contains(fileOperations, op)
-}
-
-// fileTarget is the target of a question asking for operation op as it is stored, shown
-// to the person and matched. The path guard matches a file operation's grant against
-// the file's absolute, clean path, so such a target is cleaned as the guard cleans it
-// (".", "..", a trailing slash), and a relative one is refused: grants do not know the
-// workspace it would resolve in, and stored as written it would never match, so the
-// retry the person approved would be refused again. Other targets (a command) stay as
-// written.
-func fileTarget(op, target string) (string, error) {
-	if target == "" || !FileOperation(op) {
-		return target, nil
-	}
-	if !filepath.IsAbs(target) {
-		return "", fault.Invalid("invalid_target", fmt.Sprintf("target: %q is not an absolute path: a file operation's target is "+
-			"the file's absolute path, as the authorization-required message names it (relative paths are not resolved here); "+
-			"or leave target out to allow the operation on any path", clip(target, 200)), nil)
-	}
-	return filepath.Clean(target), nil
-}
-
 // Ask records the question, announces it on the person's topic and waits until they
 // answer — without a time limit (seed 000 §4) — or ctx ends, which cancels the
 // question. The returned collaboration says how it ended.
+//
+// Targets are stored, shown and granted as given: grants know neither the workspace
+// nor the path guard's rule, so the asker puts a file operation's target in the form the
+// guard matches (builtin's user_collaboration does); a relative one is stored as written.
 func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	if q.UserID == "" {
 		return Collaboration{}, fault.Invalid("no_person", "nobody to ask: the call was made by no person", nil)
@@ -241,17 +210,13 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 	if strings.TrimSpace(q.Prompt) == "" {
 		return Collaboration{}, fault.Invalid("invalid_prompt", "prompt: say what to ask", nil)
 	}
-	target, err := fileTarget(q.AuthorizeOperation, q.Target)
-	if err != nil {
-		return Collaboration{}, err
-	}
 	ttl := q.TTL
 	if ttl < time.Second {
 		ttl = DefaultTTL
 	}
 	var c Collaboration
 	asker := audit.Caller(q.ActorKind, q.UserID, q.UserName, q.TokenID)
-	err = db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		// The lock first, then the count in a statement of its own: its snapshot then
 		// sees what an Ask that held the lock before committed.
 		if _, err := tx.Exec(ctx, `/* grants.Ask.lock */ SELECT pg_advisory_xact_lock(hashtextextended('collab:' || $1, 0))`,
@@ -272,7 +237,7 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 			execution_id, source, prompt, authorize_operation, target, grant_one_time, grant_ttl_seconds, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, `+dbNow(12)+`) RETURNING `+collabColumns,
 			q.UserID, q.UserName, q.ConversationID, q.CallID, q.ExecutionID, q.Source, q.Prompt,
-			normalize(q.AuthorizeOperation), target, q.OneTime, int(ttl.Seconds()), s.at()))
+			normalize(q.AuthorizeOperation), q.Target, q.OneTime, int(ttl.Seconds()), s.at()))
 		if err != nil {
 			return fmt.Errorf("grants: ask: %w", err)
 		}
@@ -444,22 +409,21 @@ const MaxResponse = 10_000
 
 // RespondAs is Respond with the verdict given (the Approve and Reject buttons, with the
 // person's words beside them) instead of read from the words.
+//
+// The question is looked at before the words: another's says not found, an answered
+// one ErrNotPending. Words refused (none, too long) are a verr error on field response,
+// returned with the question, still waiting, so the caller can ask it again.
 func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response string, verdict Verdict) (Collaboration, error) {
 	if by.Kind != audit.ActorUser {
 		// Decisions belong to people (docs/security.md): never an API token.
 		return Collaboration{}, fault.Forbidden("only a person signed in to Toolwarden in the browser may answer an agent's question, not an API token").About("collaboration")
 	}
-	response = strings.TrimSpace(response)
-	if response == "" {
-		return Collaboration{}, fault.Invalid("invalid_response", "response: say something (yes, no, or an answer)", nil)
-	}
-	if n := utf8.RuneCountInString(response); n > MaxResponse {
-		return Collaboration{}, verr.New("response", fmt.Sprintf("at most %d characters (this answer has %d); shorten it", MaxResponse, n))
-	}
 	if !uuidtext.Canonical(id) {
 		return Collaboration{}, fault.NotFound("collaboration")
 	}
-	var c Collaboration
+	response = strings.TrimSpace(response)
+	var c, asked Collaboration
+	var refused error // the words' problem
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1 FOR UPDATE`, id))
@@ -474,6 +438,15 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		}
 		if c.Status != StatusPending {
 			return ErrNotPending
+		}
+		if response == "" {
+			refused = verr.New("response", "say something (yes, no, or an answer)")
+		} else if n := utf8.RuneCountInString(response); n > MaxResponse {
+			refused = verr.New("response", fmt.Sprintf("at most %d characters (this answer has %d); shorten it", MaxResponse, n))
+		}
+		if refused != nil {
+			asked = c
+			return refused
 		}
 		status, action := StatusAnswered, "collaboration.respond"
 		if verdict == Reject {
@@ -502,6 +475,9 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		_, err = events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event())
 		return err
 	})
+	if refused != nil {
+		return asked, refused
+	}
 	if err != nil {
 		return Collaboration{}, err
 	}
