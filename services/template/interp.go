@@ -40,6 +40,10 @@ type interp struct {
 	endAtCode bool
 	// permute: options may follow operands (su user -c cmd).
 	permute bool
+	// gnuOpts: GNU getopt reads options after operands too, up to "--" (sed, and awk
+	// but for gawk). Only the words xargs adds are unchecked there: a placeholder in
+	// argv that starts with '-' is refused when the call is made.
+	gnuOpts bool
 	// remote: the operands after the first are joined into a line for a remote shell (ssh).
 	remote bool
 	// sandbox is a long option that stops the code running programs or writing files,
@@ -54,7 +58,9 @@ const (
 )
 
 var (
-	shellInterp = &interp{kind: "shell", example: shellExample, shortArg: "oO", longArg: []string{"rcfile", "init-file"},
+	// A shell's --rcfile and --init-file name code it runs before its program (a lib, not
+	// the program: its script or standard input is still to be checked).
+	shellInterp = &interp{kind: "shell", example: shellExample, shortArg: "oO", longLib: []string{"rcfile", "init-file"},
 		longCode: []string{"command"}, cFlag: true, plus: true, dashEnds: true, stdinCode: true}
 	pythonInterp = &interp{kind: "Python", example: pythonExample, shortArg: "cmWXQ", inline: "c", files: "m",
 		longArg: []string{"check-hash-based-pycs"}, stdinCode: true, endAtCode: true}
@@ -73,10 +79,10 @@ var (
 	rInterp       = &interp{kind: "R", example: rExample, shortArg: "efgd", inline: "e", files: "f", libs: "d", longArg: []string{"gui"},
 		longFile: []string{"file"}, longLib: []string{"debugger"}, stdinCode: true}
 	awkInterp = &interp{kind: "awk", example: `[awk, -v, "pat={pattern}", '$0 ~ pat', /var/log/app.log]`, shortArg: "FvfeEilW", inline: "e", files: "fE", libs: "il",
-		longArg: []string{"field-separator", "assign"}, longCode: []string{"source"}, longFile: []string{"file", "exec"}, longLib: []string{"include", "load"}, firstCode: true}
+		longArg: []string{"field-separator", "assign"}, longCode: []string{"source"}, longFile: []string{"file", "exec"}, longLib: []string{"include", "load"}, firstCode: true, gnuOpts: true}
 	sedInterp = &interp{kind: "sed", example: `[sed, --sandbox, -n, "/{pattern}/p", /var/log/app.log] (--sandbox stops it running commands or writing files), or grep`,
 		shortArg: "efl", shortOpt: "i", inline: "e", files: "f", longArg: []string{"line-length"}, longCode: []string{"expression"}, longFile: []string{"file"},
-		firstCode: true, sandbox: "sandbox"}
+		firstCode: true, sandbox: "sandbox", gnuOpts: true}
 	suInterp = &interp{kind: "shell", example: `a shell as the program: ` + shellExample, shortArg: "csgGw", inline: "c", files: "s",
 		longCode: []string{"command", "session-command"}, longFile: []string{"shell"}, longArg: []string{"group", "supp-group", "whitelist-environment"}, permute: true}
 	scriptInterp = &interp{kind: "shell", example: shellExample, shortArg: "cIOBTm", inline: "c", longCode: []string{"command"},
@@ -172,7 +178,9 @@ func (it item) lit() (string, bool) {
 // checkInterpreters reports each place of argv (or stdin) where a placeholder would be
 // read as code, or would choose the program or script that runs. It checks the program
 // argv[0] runs through wrappers fully, and a known interpreter named anywhere else in
-// argv (docker exec c sh -c …, find -exec sh -c …) for its code options.
+// argv (docker exec c sh -c …, find -exec sh -c …) for its code options only: there the
+// name may be plain data (journalctl -u ssh, grep -rn awk), so awk's or sed's first
+// operand and ssh's remote line are code only where they are the program.
 func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 	items := make([]item, len(argv))
 	for i, t := range argv {
@@ -419,12 +427,12 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	}
 	args := items[at+1:]
 	if ip == pwshInterp {
-		checkPwsh(args, name, report)
+		checkPwsh(args, name, full, stdinVar, via, report)
 		return
 	}
 	var code, files, libs, opts, operands []int // positions in args
 	codeGiven, cflag, stdinFlag, sandbox, missing := false, false, false, false, false
-	options := true
+	options, ended := true, false // ended: a literal "--" (or a shell's "-") ended the options
 	addValue := func(k int, attached bool, isCode, isFile, isLib bool) int {
 		pos := k
 		if !attached {
@@ -448,6 +456,10 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	for k := 0; k < len(args); {
 		it := args[k]
 		if !options {
+			// GNU getopt stops at "--" after operands too (gnuOpts).
+			if s, ok := it.lit(); ok && s == "--" {
+				ended = true
+			}
 			operands = append(operands, k)
 			k++
 			continue
@@ -461,12 +473,13 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 		}
 		switch {
 		case complete && s == "--":
-			options = false
+			options, ended = false, true
 			k++
 		case complete && s == "-":
 			if !ip.dashEnds {
 				operands = append(operands, k)
 			}
+			ended = ended || ip.dashEnds
 			options = ip.permute && !ip.dashEnds
 			k++
 		case strings.HasPrefix(s, "--"):
@@ -537,7 +550,11 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	if ip.remote {
 		// ssh destination command...: the command's items are joined and read by a shell.
 		// Under xargs, its input's words are added to that line (or with -I put in it).
-		if full && stdinVar && via != nil {
+		// Named elsewhere in argv, its operands may be data (journalctl -u ssh -n 5).
+		if !full {
+			return
+		}
+		if stdinVar && via != nil {
 			if via.replace == "" {
 				report(-1, "stdin goes to xargs, which adds its words to the command line of %s, whose remote shell runs them as code, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", name, name, ip.example)
 			}
@@ -553,17 +570,17 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 					codeMsg(k, " (ssh joins the items after the host into one line for the remote shell)")
 				}
 			}
-			if len(operands) > 1 || !full {
+			if len(operands) > 1 {
 				return
 			}
 		}
-		if full && stdinVar && via == nil {
+		if stdinVar && via == nil {
 			report(-1, "stdin is read as commands by the remote shell of %s (no command follows the host), so it cannot have placeholders: give %s a command that reads the value as data: %s", name, name, ip.example)
 		}
 		return
 	}
 	fileGiven := len(files) > 0
-	if cflag || ip.firstCode && !codeGiven && !fileGiven {
+	if cflag || full && ip.firstCode && !codeGiven && !fileGiven {
 		if len(operands) > 0 {
 			code = append(code, operands[0])
 			operands = operands[1:]
@@ -598,9 +615,20 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	for _, k := range opts {
 		report(pos(k), "argv[%d] is among the options of %s, where a placeholder could make it run a value as code: write its options out, and pass values after the code: %s", pos(k), name, ip.example)
 	}
+	// replaced says the literal item at k holds xargs -I's string, which each line of
+	// standard input replaces.
+	replaced := func(k int) bool {
+		s, ok := args[k].lit()
+		return ok && via != nil && via.replace != "" && stdinVar && strings.Contains(s, via.replace)
+	}
+	replacedMsg := func(k int) {
+		report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the code %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, pos(k), name)
+	}
 	for _, k := range append(files, libs...) {
 		if hasVar(k) {
 			report(pos(k), "argv[%d] names the code %s runs and cannot have placeholders: a call must never choose which program runs", pos(k), name)
+		} else if replaced(k) {
+			replacedMsg(k)
 		}
 	}
 	fromStdin := stdinFlag
@@ -613,6 +641,8 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 			switch {
 			case !ok:
 				report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or after code given in argv: %s)", pos(k), name, ip.example)
+			case replaced(k):
+				replacedMsg(k)
 			case s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0":
 				fromStdin = true
 			}
@@ -621,18 +651,63 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	if fromStdin && stdinVar && via == nil {
 		report(-1, "stdin is the program %s reads and runs (it is given no code or script file), so it cannot have placeholders: a value would be read as %s code, not data. Write the code in argv and pass values after it: %s", name, ip.kind, ip.example)
 	}
+	// Under xargs without -I, standard input's words are added after the items (its own
+	// standard input is /dev/null): the first word is the script when none is given, as
+	// in [sh, "{p}"], and a word starting with '-' is an option (perl -e, bash -c) where
+	// the program still reads options.
+	if via != nil && via.replace == "" && stdinVar && !missing {
+		switch {
+		case !codeGiven && !fileGiven && len(operands) == 0 && !stdinFlag:
+			report(-1, "stdin goes to xargs, whose first word of it becomes the script %s runs (it is given no code or script file), so it cannot have placeholders: a call must never choose which program runs. Write the code in argv, or name a script file, and let xargs add the values after it (for a shell: %s)",
+				name, xargsShellExample)
+		case !ended && (options || ip.gnuOpts):
+			report(-1, "stdin goes to xargs, which adds its words after the items of %s, where it still reads options: a word starting with '-' could be one that runs code (-e, -c), so stdin cannot have placeholders there. End the options with a literal -- item after the code or script, before the words xargs adds: [xargs, %s, …, --]",
+				name, name)
+		}
+	}
 }
 
+// xargsShellExample is the safe form of a shell under xargs: the code is written out and
+// the words xargs adds are its positional parameters.
+const xargsShellExample = `[xargs, sh, -c, 'for p; do grep -e "$p" /var/log/app.log; done', sh]`
+
 // checkPwsh reports placeholders after PowerShell's -Command (or -EncodedCommand),
-// which joins every item after it into the code it runs.
-func checkPwsh(args []item, name string, report func(int, string, ...any)) {
+// which joins every item after it into the code it runs. For the program that runs
+// (full), also a placeholder before -File or -Command (it could be -Command), the
+// script -File names, and stdin when it is the code: -Command -, -File -, or neither
+// given (PowerShell then reads its commands from standard input). Under xargs, only
+// -File with a script written out keeps the words it adds from being code.
+func checkPwsh(args []item, name string, full, stdinVar bool, via *viaXargs, report func(int, string, ...any)) {
+	xargsWords := full && stdinVar && via != nil && via.replace == ""
+	replaced := func(it item) bool {
+		s, ok := it.lit()
+		return ok && full && stdinVar && via != nil && via.replace != "" && strings.Contains(s, via.replace)
+	}
 	for k, it := range args {
 		s, ok := it.lit()
 		if !ok {
+			if full {
+				report(it.idx, "argv[%d] is among the options of %s, where a placeholder could be -Command and make it run a value as code: write its options out and run a script file with the values after it: %s",
+					it.idx, name, pwshInterp.example)
+				return
+			}
 			continue
 		}
 		l := strings.ToLower(s)
 		if l == "-f" || l == "-file" {
+			if !full || k+1 >= len(args) {
+				return
+			}
+			script := args[k+1]
+			sv, ok := script.lit()
+			switch {
+			case !ok:
+				report(script.idx, "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script: %s)", script.idx, name, pwshInterp.example)
+			case replaced(script):
+				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the script %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, script.idx, name)
+			case sv == "-" && stdinVar && via == nil:
+				report(-1, "stdin is the program %s reads and runs (-File -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
+			}
 			return
 		}
 		isCmd := l == "-c" || l == "-e" || l == "-ec" || l == "-cwa" || l == "-encodedcommand" || l == "-commandwithargs" ||
@@ -640,12 +715,28 @@ func checkPwsh(args []item, name string, report func(int, string, ...any)) {
 		if !isCmd {
 			continue
 		}
-		for _, rest := range args[k+1:] {
-			if !rest.t.Literal() {
-				report(rest.idx, "argv[%d] is part of the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: a value would be read as code, not data. Run a script file and pass values after it: %s",
-					rest.idx, name, s, pwshInterp.example)
+		rest := args[k+1:]
+		for _, r := range rest {
+			switch {
+			case !r.t.Literal():
+				report(r.idx, "argv[%d] is part of the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: a value would be read as code, not data. Run a script file and pass values after it: %s",
+					r.idx, name, s, pwshInterp.example)
+			case replaced(r):
+				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], part of the PowerShell code %s runs, so it cannot have placeholders: run a script file and pass values after it: %s", via.replace, r.idx, name, pwshInterp.example)
 			}
 		}
+		switch {
+		case xargsWords:
+			report(-1, "stdin goes to xargs, which adds its words to the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, s, name)
+		case full && stdinVar && via == nil && len(rest) > 0 && rest[0].t.Literal() && rest[0].t.Filled("") == "-":
+			report(-1, "stdin is the program %s reads and runs (%s -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, s, pwshInterp.example)
+		}
 		return
+	}
+	switch {
+	case xargsWords:
+		report(-1, "stdin goes to xargs, whose words become the arguments of %s, given no -File or -Command, where they could be -Command and code, so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, name)
+	case full && stdinVar && via == nil:
+		report(-1, "stdin is read as commands by %s (it is given no -File or -Command), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
 	}
 }

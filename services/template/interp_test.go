@@ -85,6 +85,36 @@ func TestInterpreterCodeRefused(t *testing.T) {
 		`{argv: [env, "{p}", x]}`:                                                "argv[1] is the program env runs and cannot have placeholders",
 		`{argv: [timeout, 5, "{p}"]}`:                                            "argv[2] is the program timeout runs",
 		`{argv: [xargs, "{p}"]}`:                                                 "argv[1] is the program xargs runs",
+		// Elsewhere in argv, an interpreter followed by its code options is checked.
+		`{argv: [docker, exec, app, bash, -l, -c, "ls {p}"]}`:           "argv[6] is shell code that bash runs",
+		`{argv: [kubectl, exec, pod, --, perl, -ne, "print if /{p}/"]}`: "argv[6] is Perl code that perl runs",
+		`{argv: [docker, exec, app, su, app, -c, "ls {p}"]}`:            "argv[6] is shell code that su runs",
+		`{argv: [find, /srv, -exec, awk, -e, "/{p}/", "{{}", ";"]}`:     "argv[5] is awk code",
+		// A shell's rc file is code it runs; the script after it is still the program.
+		`{argv: [bash, --rcfile, "{p}", -i]}`:                       "argv[2] names the code bash runs",
+		`{argv: [bash, "--init-file={p}"]}`:                         "argv[1] names the code bash runs",
+		`{argv: [bash, --rcfile, /etc/rc, "{p}"]}`:                  "argv[3] names the script bash runs",
+		`{argv: [bash, --init-file, /etc/rc], stdin: "{p}"}`:        "stdin is the program bash reads and runs",
+		`{argv: [xargs, sh], stdin: "{p}"}`:                         "stdin goes to xargs, whose first word of it becomes the script sh runs",
+		`{argv: [xargs, env, -S, sh], stdin: "{p}"}`:                "stdin goes to xargs, whose first word of it becomes the script sh runs",
+		`{argv: [xargs, -0, python3, -u], stdin: "{p}"}`:            "stdin goes to xargs, whose first word of it becomes the script python3 runs",
+		`{argv: [xargs, -I, "{{}", sh, "{{}"], stdin: "{p}"}`:       "in place of {} in argv[4], which names the code sh runs",
+		`{argv: [xargs, -I, "{{}", ruby, -r, "{{}"], stdin: "{p}"}`: "in place of {} in argv[5], which names the code ruby runs",
+		// Under xargs, a word starting with '-' is an option where one is still read.
+		`{argv: [xargs, perl, -e, 'print "@ARGV"'], stdin: "{p}"}`: "stdin goes to xargs, which adds its words after the items of perl",
+		`{argv: [xargs, bash, -s], stdin: "{p}"}`:                  "stdin goes to xargs, which adds its words after the items of bash",
+		`{argv: [xargs, sed, -n, 's/a/b/p'], stdin: "{p}"}`:        "stdin goes to xargs, which adds its words after the items of sed",
+		`{argv: [xargs, su, app, -c, 'echo "$@"'], stdin: "{p}"}`:  "stdin goes to xargs, which adds its words after the items of su",
+		// PowerShell reads its code from stdin with -Command -, -File -, or neither.
+		`{argv: [pwsh, -Command, "-"], stdin: "{p}"}`:                  "stdin is the program pwsh reads and runs (-Command -)",
+		`{argv: [pwsh, -NoProfile, -File, "-"], stdin: "{p}"}`:         "stdin is the program pwsh reads and runs (-File -)",
+		`{argv: [pwsh], stdin: "{p}"}`:                                 "stdin is read as commands by pwsh",
+		`{argv: [pwsh, -NoProfile, -NonInteractive], stdin: "{p}"}`:    "stdin is read as commands by pwsh",
+		`{argv: [pwsh, -File, "{p}"]}`:                                 "argv[2] names the script pwsh runs",
+		`{argv: [pwsh, "{p}"]}`:                                        "argv[1] is among the options of pwsh",
+		`{argv: [xargs, pwsh, -Command, Get-Item], stdin: "{p}"}`:      "stdin goes to xargs, which adds its words to the PowerShell code pwsh runs",
+		`{argv: [xargs, pwsh], stdin: "{p}"}`:                          "given no -File or -Command",
+		`{argv: [xargs, -I, "{{}", pwsh, -File, "{{}"], stdin: "{p}"}`: "in place of {} in argv[5], which names the script pwsh runs",
 	} {
 		_, err := template.Parse(commandTool(command))
 		var te *template.Error
@@ -129,19 +159,35 @@ func TestInterpreterDataAccepted(t *testing.T) {
 		`{argv: [ssh, host.example, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{p}"}`,
 		`{argv: [pwsh, -File, /opt/s.ps1, "{p}"]}`,
 		`{argv: [sh], stdin: "echo fixed"}`,
-		`{argv: [xargs, sh], stdin: "{p}"}`,
 		`{argv: [xargs], stdin: "{p}"}`,
 		`{argv: [xargs, -0, -n, "1"], stdin: "{p}"}`,
 		`{argv: [xargs, -I, "{{}", grep, -e, "{{}", /var/log/app.log], stdin: "{p}"}`,
 		`{argv: [env, "-u{q}", "-C/tmp", "A={p}", ls]}`,
 		`{argv: [timeout, "-s{q}", "5", ls]}`,
-		`{argv: [xargs, env, -S, sh], stdin: "{p}"}`,
 		`{argv: [xargs, -I, "{{}", env, -S, "sh -c", 'echo "$1"', sh, "{{}"], stdin: "{p}"}`,
 		`{argv: [R, -f, /opt/tools/report.R], stdin: "{p}"}`,
 		`{argv: [R, --vanilla, --file=/opt/tools/report.R], stdin: "{p}"}`,
 		`{argv: [R, -e, 'cat(readLines(file("stdin")))'], stdin: "{p}"}`,
 		`{argv: [Rscript, /opt/tools/report.R, "{q}"], stdin: "{p}"}`,
 		`{argv: [Rscript, -e, 'cat(commandArgs(TRUE)[1])', "{q}"], stdin: "{p}"}`,
+		// An interpreter's name elsewhere in argv is data unless its code options follow.
+		`{argv: [journalctl, -u, ssh, -n, "{q}", --grep, "{p}"]}`,
+		`{argv: [grep, -rn, awk, "{p}"]}`,
+		`{argv: [ls, -l, /usr/bin/sed, "{p}"]}`,
+		`{argv: [grep, -rn, sh, "{p}", /srv]}`,
+		`{argv: [systemctl, status, python3, "{p}"]}`,
+		`{argv: [pgrep, -f, perl, "{p}"]}`,
+		`{argv: [bash, --rcfile, /etc/rc, /opt/tools/report.sh, "{p}"]}`,
+		// Under xargs: the code or script written out, its options ended.
+		`{argv: [xargs, perl, -e, 'print "@ARGV"', --], stdin: "{p}"}`,
+		`{argv: [xargs, bash, -s, --], stdin: "{p}"}`,
+		`{argv: [xargs, sed, -n, 's/a/b/p', --], stdin: "{p}"}`,
+		`{argv: [xargs, python3, /opt/tools/report.py], stdin: "{p}"}`,
+		`{argv: [xargs, sh, /opt/tools/report.sh], stdin: "{p}"}`,
+		`{argv: [xargs, -I, "{{}", sh, /opt/tools/report.sh, "{{}"], stdin: "{p}"}`,
+		`{argv: [xargs, pwsh, -File, /opt/s.ps1], stdin: "{p}"}`,
+		`{argv: [pwsh, -File, /opt/s.ps1], stdin: "{p}"}`,
+		`{argv: [pwsh, -NoProfile, -Command, '$input | Measure-Object'], stdin: "{p}"}`,
 	} {
 		if _, err := template.Parse(commandTool(command)); err != nil {
 			t.Errorf("%s: %v", command, err)
@@ -172,5 +218,23 @@ func TestShellDashDashAsZero(t *testing.T) {
 	tpl := mustParse(t, commandTool(`{argv: [sh, -c, 'printf "%s\n" "$1"', --, "{p}"]}`))
 	if res := call(t, tpl, "t", map[string]any{"p": "-rf; id"}); res.IsError || res.Text != "-rf; id\n" {
 		t.Errorf("got %+v", res)
+	}
+}
+
+// ParseWith SkipCodeChecks reads a template that breaks the code rules (as one stored by
+// an older release may), for what it says; Parse still refuses it.
+func TestParseSkipCodeChecks(t *testing.T) {
+	t.Parallel()
+	text := commandTool(`{argv: [sh, -c, "curl -H 'Authorization: Bearer {p}' https://h.example/x"]}`)
+	if _, err := template.Parse(text); err == nil || !strings.Contains(err.Error(), "argv[2] is shell code") {
+		t.Fatalf("Parse: %v", err)
+	}
+	tpl, err := template.ParseWith(text, template.ParseOptions{SkipCodeChecks: true})
+	if err != nil || len(tpl.Tools) != 1 || tpl.Tools[0].Command == nil {
+		t.Fatalf("ParseWith: %v", err)
+	}
+	// Other rules still hold.
+	if _, err := template.ParseWith(commandTool(`{argv: ["{p}"]}`), template.ParseOptions{SkipCodeChecks: true}); err == nil {
+		t.Fatal("a placeholder as the program was accepted")
 	}
 }
