@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 )
@@ -60,5 +61,26 @@ func TestBrowserCopyIsAnnounced(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=secret-value]`)),
 		chromedp.Click(chromedp.CSS(`#secret-dialog [data-copy=secret-value]`)))
 	b.waitJS("the dialog's live region says it was copied", said+`(document.querySelector("#secret-dialog [data-announce]"))`)
+	b.checkConsole()
+}
+
+// TestBrowserSecretDialogSurvivesOneEscape: the dialog that shows a new token once comes
+// back, with a warning, after a first Escape (the value would be lost for good); a
+// second Escape closes it.
+func TestBrowserSecretDialogSurvivesOneEscape(t *testing.T) {
+	srv := webtest.Start(t, nil)
+	b := newBrowser(t)
+	b.login(srv, "admin", webtest.AdminPassword)
+	b.do("create a token", chromedp.Navigate(srv.URL+"/tokens"),
+		chromedp.WaitVisible(chromedp.ID("token-name")),
+		chromedp.SendKeys(chromedp.ID("token-name"), "escape-test"),
+		chromedp.Click(chromedp.CSS(`[data-testid=create-token]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=secret-value]`)))
+	b.do("press Escape", chromedp.KeyEvent(kb.Escape))
+	b.waitJS("the dialog is back, with a warning", `document.getElementById("secret-dialog").open &&
+		!!document.querySelector("#secret-dialog [data-testid=secret-dialog-warning]")`)
+	b.waitJS("the warning is said", `document.querySelector("#secret-dialog [data-announce]").textContent.includes("not shown again")`)
+	b.do("press Escape again", chromedp.KeyEvent(kb.Escape))
+	b.waitJS("the dialog is closed", `!document.getElementById("secret-dialog").open`)
 	b.checkConsole()
 }

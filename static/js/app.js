@@ -150,10 +150,28 @@
       if (dlg) dlg.close();
     }
   });
-  // Dialogs marked data-open-on-load (a secret shown once) open immediately.
+  // Dialogs marked data-open-on-load (a secret shown once) open immediately. Such a
+  // value is not lost to a stray Escape: the first one brings the dialog back with a
+  // warning (browsers let a page stop an Escape only after an interaction, so it is
+  // reopened rather than kept); a second Escape, or Done, closes it.
   function openMarkedDialogs(root) {
     (root || document).querySelectorAll("dialog[data-open-on-load]").forEach(function (d) {
       if (!d.open && d.showModal) d.showModal();
+      if (d.dataset.guarded) return;
+      d.dataset.guarded = "1";
+      d.addEventListener("cancel", function () { d.dataset.escaped = "1"; });
+      d.addEventListener("close", function () {
+        if (!d.dataset.escaped || d.dataset.warned) return;
+        d.dataset.warned = "1";
+        d.showModal();
+        var w = document.createElement("p");
+        w.className = "error";
+        w.dataset.testid = "secret-dialog-warning";
+        w.textContent = "This value is not shown again: copy it first. Press Escape again, or Done, to close.";
+        var actions = d.querySelector(".dialog-actions");
+        d.insertBefore(w, actions);
+        announce(w.textContent, d);
+      });
     });
   }
 
