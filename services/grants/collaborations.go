@@ -422,7 +422,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		return Collaboration{}, fault.NotFound("collaboration")
 	}
 	response = strings.TrimSpace(response)
-	var c, asked Collaboration
+	var c Collaboration
 	var refused error // the words' problem
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
@@ -445,7 +445,6 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 			refused = verr.New("response", fmt.Sprintf("at most %d characters (this answer has %d); shorten it", MaxResponse, n))
 		}
 		if refused != nil {
-			asked = c
 			return refused
 		}
 		status, action := StatusAnswered, "collaboration.respond"
@@ -476,7 +475,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		return err
 	})
 	if refused != nil {
-		return asked, refused
+		return c, refused // the question as read, still waiting
 	}
 	if err != nil {
 		return Collaboration{}, err

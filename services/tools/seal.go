@@ -50,9 +50,8 @@ func SealNowSecret(ctx context.Context, tx pgx.Tx, keys *secrets.Keyring, ids []
 	}
 	var entries []audit.Entry
 	for _, t := range found {
-		isSecret := SecretParams(t.Input)
-		pr := props(t.Input)
-		secret := func(name string) bool { return isSecret(name, pr[name]) }
+		// By the schema alone (an empty configuration holds nothing encrypted).
+		secret := Configuration{}.SecretIn(t.Input)
 		sealed := map[string]bool{}
 		next, err := sealParams(keys, t.ID, t.Config, secret, sealed)
 		if err != nil {
