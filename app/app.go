@@ -475,6 +475,7 @@ func (a *App) Stop() {
 }
 
 func (a *App) stopLocked() {
+	a.leave()
 	a.Web.Shutdown()
 	// Refusals the limit pooled and no entry counted yet are written while the bus and
 	// the database still run.
@@ -531,6 +532,7 @@ func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 			return fmt.Errorf("http server: %w", err)
 		}
 	}
+	a.leave()
 	a.Web.Shutdown()
 	shCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -541,6 +543,15 @@ func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 		_ = httpSrv.Close()
 	}
 	return nil
+}
+
+// leave tells the other replicas this one is shutting down, before its listener
+// closes: they stop forwarding terminals and test runs here (the heartbeat goes on
+// until the components stopped, so its executions are not taken for orphaned).
+func (a *App) leave() {
+	if a.Replicas != nil {
+		a.Replicas.Leave(context.Background())
+	}
 }
 
 // cluster is the embedded PostgreSQL, nil with an external database.

@@ -15,3 +15,6 @@ func (a *App) RemoteRuns(t testing.TB, held, retry time.Duration) handlers.Remot
 	t.Cleanup(func() { watchHeld, watchRetry = h, r })
 	return remoteRuns{a}
 }
+
+// AddComponent appends c to the components, so it starts last and stops first.
+func (a *App) AddComponent(c Component) { a.components = append(a.components, c) }

@@ -126,7 +126,7 @@ func (h DashboardHandler) status(c echo.Context) views.SystemStatus {
 		if live, err := h.Replicas.Live(ctx); err == nil {
 			for _, r := range live {
 				st.Replicas = append(st.Replicas, views.ReplicaRow{Name: r.Name, Version: r.Version, Host: r.Host,
-					StartedAt: r.StartedAt, SeenAt: r.SeenAt, Self: r.Self})
+					StartedAt: r.StartedAt, SeenAt: r.SeenAt, Self: r.Self, Leaving: r.Leaving})
 			}
 		}
 	}

@@ -60,6 +60,7 @@ type ReplicaRow struct {
 	Name, Version, Host string
 	StartedAt, SeenAt   time.Time
 	Self                bool // the replica that served this page
+	Leaving             bool // shutting down: finishing what it runs, reached no more
 }
 
 // SignedInUser is one row of "Signed in now".

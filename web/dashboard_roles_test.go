@@ -48,3 +48,23 @@ func TestDashboardHidesInternalsFromGuests(t *testing.T) {
 		}
 	}
 }
+
+// A replica that began shutting down is listed, marked so, until its row goes.
+func TestDashboardMarksALeavingReplica(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	if _, err := srv.Pool.Exec(t.Context(), `INSERT INTO replicas (id, name, host, pid, leaving_at)
+		VALUES (gen_random_uuid(), 'draining', 'h', 1, now()), (gen_random_uuid(), 'serving', 'h', 2, NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	doc := page(t, srv.Get(t, srv.Login(t, "admin", webtest.AdminPassword), "/"))
+	for name, want := range map[string]bool{"draining": true, "serving": false} {
+		row := doc.Find(`[data-testid="replica-row"][data-replica="` + name + `"]`)
+		if row.Length() != 1 {
+			t.Fatalf("replica %s is not listed", name)
+		}
+		if got := strings.Contains(row.Text(), "shutting down"); got != want {
+			t.Errorf("replica %s marked as shutting down: %v, want %v", name, got, want)
+		}
+	}
+}

@@ -40,6 +40,8 @@ type Replica struct {
 	StartedAt time.Time `json:"started_at" db:"started_at"`
 	SeenAt    time.Time `json:"seen_at" db:"seen_at"`
 	Self      bool      `json:"self" db:"self"`
+	// Leaving: it began shutting down (Leave); it still finishes what it runs.
+	Leaving bool `json:"leaving" db:"leaving"`
 }
 
 // Options tunes a Service; zero fields take the defaults.
@@ -76,6 +78,7 @@ type Service struct {
 	// run look long enough early, nor never.
 	steadySince atomic.Pointer[time.Time]
 	lastBeat    atomic.Pointer[time.Time] // when the last heartbeat that reached the database returned
+	leaving     atomic.Bool               // Leave was called: a row written again says so too
 }
 
 // Steady reports whether this replica's heartbeats have reached the database without a
@@ -204,9 +207,10 @@ func (s *Service) Join(ctx context.Context) error {
 // requests, and without the name check Join made once.
 func (s *Service) insert(ctx context.Context) error {
 	err := s.readClock(ctx, `/* replicas.join */
-		INSERT INTO replicas (id, name, address, host, pid, version) VALUES ($1, $2, $3, $4, $5, $6)
+		INSERT INTO replicas (id, name, address, host, pid, version, leaving_at)
+		VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN now() END)
 		RETURNING clock_timestamp()`,
-		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version)
+		s.self.ID, s.self.Name, s.self.Address, s.self.Host, s.self.PID, s.self.Version, s.leaving.Load())
 	if err != nil {
 		return fmt.Errorf("replicas: join: %w", err)
 	}
@@ -246,6 +250,21 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 }
 
+// Leave marks this replica as shutting down, once: other replicas stop reaching it
+// (Get, GetByID and Others leave it out; its listener is closing) while it still counts
+// as alive (Alive, Live) until its row goes, so nobody takes over the executions it is
+// still finishing. Bounded: a database that does not answer leaves the row as it was.
+func (s *Service) Leave(ctx context.Context) {
+	if s.leaving.Swap(true) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if _, err := s.opts.Beats.Exec(ctx, `/* replicas.leaving */ UPDATE replicas SET leaving_at = now() WHERE id = $1`, s.self.ID); err != nil {
+		s.log.Warn("replicas: could not mark this replica as leaving; others may forward to it until its row goes", "err", err)
+	}
+}
+
 func (s *Service) beat(ctx context.Context) error {
 	err := s.readClock(ctx, `/* replicas.beat */ UPDATE replicas SET seen_at = now() WHERE id = $1
 		RETURNING clock_timestamp()`, s.self.ID)
@@ -258,7 +277,8 @@ func (s *Service) beat(ctx context.Context) error {
 // Live lists the replicas seen within DeadAfter, this one first, then by start.
 func (s *Service) Live(ctx context.Context) ([]Replica, error) {
 	rows, err := db.All[Replica](ctx, s.pool, "replicas: live", `/* replicas.live */
-		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self,
+			leaving_at IS NOT NULL AS leaving
 		FROM replicas WHERE seen_at > now() - make_interval(secs => $2)
 		ORDER BY id = $1 DESC, started_at, name`, s.self.ID, s.opts.DeadAfter.Seconds())
 	if err != nil {
@@ -279,11 +299,12 @@ func (s *Service) Alive(ctx context.Context, id string) bool {
 	return err != nil || ok // unsure: alive, so nothing is declared dead on a failed query
 }
 
-// Others counts the live replicas other than this one.
+// Others counts the live replicas other than this one that are not shutting down.
 func (s *Service) Others(ctx context.Context) (int, error) {
 	var n int
 	err := s.pool.QueryRow(ctx, `/* replicas.others */
-		SELECT count(*) FROM replicas WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)`,
+		SELECT count(*) FROM replicas WHERE id <> $1 AND seen_at > now() - make_interval(secs => $2)
+			AND leaving_at IS NULL`,
 		s.self.ID, s.opts.DeadAfter.Seconds()).Scan(&n)
 	if err != nil {
 		return 0, fmt.Errorf("replicas: others: %w", err)
@@ -291,11 +312,11 @@ func (s *Service) Others(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// Get returns the live replica called name.
+// Get returns the live replica called name, not shutting down.
 func (s *Service) Get(ctx context.Context, name string) (Replica, error) {
 	rows, err := db.All[Replica](ctx, s.pool, "replicas: get", `/* replicas.get */
-		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
-		FROM replicas WHERE name = $2 AND seen_at > now() - make_interval(secs => $3)
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self, false AS leaving
+		FROM replicas WHERE name = $2 AND seen_at > now() - make_interval(secs => $3) AND leaving_at IS NULL
 		ORDER BY seen_at DESC LIMIT 1`, s.self.ID, name, s.opts.DeadAfter.Seconds())
 	if err != nil {
 		return Replica{}, err
@@ -306,11 +327,12 @@ func (s *Service) Get(ctx context.Context, name string) (Replica, error) {
 	return rows[0], nil
 }
 
-// GetByID returns the live replica with that id.
+// GetByID returns the live replica with that id, not shutting down: ErrGone for one
+// that is (its listener is closed, and its terminals and test runs end with it).
 func (s *Service) GetByID(ctx context.Context, id string) (Replica, error) {
 	rows, err := db.All[Replica](ctx, s.pool, "replicas: get by id", `/* replicas.get_by_id */
-		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self
-		FROM replicas WHERE id::text = $2 AND seen_at > now() - make_interval(secs => $3)`, s.self.ID, id, s.opts.DeadAfter.Seconds())
+		SELECT id::text AS id, name, address, host, pid, version, started_at, seen_at, id = $1 AS self, false AS leaving
+		FROM replicas WHERE id::text = $2 AND seen_at > now() - make_interval(secs => $3) AND leaving_at IS NULL`, s.self.ID, id, s.opts.DeadAfter.Seconds())
 	if err != nil {
 		return Replica{}, err
 	}
@@ -320,7 +342,7 @@ func (s *Service) GetByID(ctx context.Context, id string) (Replica, error) {
 	return rows[0], nil
 }
 
-// ErrGone: no live replica has that name.
+// ErrGone: no live replica, not shutting down, has that name or id.
 var ErrGone = errors.New("replicas: no such live replica")
 
 // Prune removes rows of replicas dead for an hour (a killed replica cannot remove its own).

@@ -190,3 +190,50 @@ func TestBeatsWhileThePoolIsBusy(t *testing.T) {
 		t.Fatalf("the row after the rejoin: %d, %v", n, err)
 	}
 }
+
+// A leaving replica is left out of where others forward (Get, GetByID) and of Others,
+// stays alive and listed (marked) until its row goes, and stays marked when a beat has
+// to write its row again (pruned meanwhile).
+func TestLeavingReplica(t *testing.T) {
+	t.Parallel()
+	pool := dbtest.New(t)
+	ctx := t.Context()
+	a, b := New(pool, Options{Name: "a"}), New(pool, Options{Name: "b"})
+	for _, r := range []*Service{a, b} {
+		if err := r.Join(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bid := b.Self().ID
+	check := func(when string) {
+		t.Helper()
+		if _, err := a.GetByID(ctx, bid); !errors.Is(err, ErrGone) {
+			t.Errorf("%s: GetByID of a leaving replica: %v, want ErrGone", when, err)
+		}
+		if _, err := a.Get(ctx, "b"); !errors.Is(err, ErrGone) {
+			t.Errorf("%s: Get of a leaving replica: %v, want ErrGone", when, err)
+		}
+		if n, err := a.Others(ctx); err != nil || n != 0 {
+			t.Errorf("%s: Others counts %d (%v), want 0", when, n, err)
+		}
+		if !a.Alive(ctx, bid) {
+			t.Errorf("%s: a leaving replica is taken for dead", when)
+		}
+		live, err := a.Live(ctx)
+		if err != nil || len(live) != 2 || live[1].ID != bid || !live[1].Leaving || live[0].Leaving {
+			t.Errorf("%s: Live = %+v, %v; want a, then b marked leaving", when, live, err)
+		}
+	}
+	if _, err := a.GetByID(ctx, bid); err != nil {
+		t.Fatalf("before leaving: %v", err)
+	}
+	b.Leave(ctx)
+	check("leaving")
+	if _, err := pool.Exec(ctx, `DELETE FROM replicas WHERE id = $1`, bid); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("written again")
+}
