@@ -154,6 +154,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// serve confines them, hiding the same files.
 	confineMode := confineFlag(fs)
 	cpKey := checkpointKeyFlag(fs)
+	maxMessage := maxMessageFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolwarden import [--dry-run] [--prune] [flags] F\n\n"+
 			"Imports the configuration in F (\"-\" for standard input): Toolwarden YAML from\n"+
@@ -187,6 +188,9 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 		return errUsage
 	}
 	if err := setConfine(&c, *confineMode, "import", stderr); err != nil {
+		return err
+	}
+	if err := envMaxMessage(fs, maxMessage); err != nil {
 		return err
 	}
 	name, data, err := readImport(files[0], stdin)
@@ -243,7 +247,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	// Servers the file registers are discovered from here (a throwaway session each),
 	// confined as serve confines them, before their tools' settings apply.
 	mgr := mcpclient.New(reg, &mcpclient.Options{Version: version, InheritEnv: mcpclient.InheritedEnv(os.LookupEnv), Confine: hide,
-		Egress: policy})
+		Egress: policy, MaxMessageBytes: int(*maxMessage)})
 	cc := configcode.New(d.Pool, reg, tools.New(d.Pool, keys, nil), &configcode.Options{Discoverer: mgr, Logger: newLogger(stderr, "warn")})
 	plan, err := cc.Plan(ctx, file, configcode.ImportOptions{Prune: prune, CompareSecrets: true, Actor: cliActor()})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
@@ -47,4 +48,34 @@ func TestImportPartialReportsWhatWasDone(t *testing.T) {
 	wantOutput(t, "partial import", stdout, "Imported "+file+" in part: 1 created, 0 updated, 0 deleted, 0 unchanged, 0 kept.\n",
 		"Also changed: category utilities.\n", "Discovered: x.\n",
 		"Not applied (1; everything else was):\n  ! "+file+": tools.x__echo: the import stopped after discovering server x")
+}
+
+// import discovers with the message cap serve uses (--max-message-size, or its
+// variable): a tools/list larger than it fails there as in serve, and one that serve
+// is configured to take does not fail at import under the 16 MiB default. The flag
+// was serve's only. Not parallel: a subtest sets the variable.
+func TestImportTakesTheMessageCap(t *testing.T) {
+	// About 120 KB of tools/list in one page.
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "many", Generated: 600})
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  bool
+	}{
+		{"flag", []string{"--max-message-size", "64KiB"}, false},
+		{"variable", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env {
+				t.Setenv("TOOLWARDEN_MAX_MESSAGE_SIZE", "64KiB")
+			}
+			dir := dbtest.TempDir(t)
+			file := writeFile(t, dir, "config.yaml", "version: 1\nservers:\n  - name: many\n    type: streamable_http\n    url: "+hs.URL()+"\n    enabled: true\ntools:\n  - tool: many__gen-00001\n    risk: high\n")
+			args := append([]string{"import", "--database-url", dbtest.NewURL(t), "--data-dir", dir}, tc.args...)
+			stdout, stderr, err := runCmd(t, "", append(args, file)...)
+			if err == nil || !strings.Contains(stdout+stderr, "result too large: many sent more than 64 KiB; raise --max-message-size") {
+				t.Fatalf("import under a 64 KiB cap of a ~120 KB tools/list: %v, want its discovery refused naming --max-message-size\n%s%s", err, stdout, stderr)
+			}
+		})
+	}
 }

@@ -46,9 +46,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// the flag would refuse.
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
 	rateLimitFlag(fs, &c.RateLimit)
-	maxMessage := byteSize(mcpclient.DefaultMaxMessageBytes)
-	fs.Var(&maxMessage, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
-		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
+	maxMessage := maxMessageFlag(fs)
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	confineMode := confineFlag(fs)
 	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
@@ -131,10 +129,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "toolwarden serve: --template-max-timeout: %q is not a duration from 1s to %s\n", *tplTimeout, template.MaxTimeout)
 		return errUsage
 	}
-	if err := envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, &maxMessage); err != nil {
+	if err := envMaxMessage(fs, maxMessage); err != nil {
 		return err
 	}
-	c.MaxMessageSize = int(maxMessage)
+	c.MaxMessageSize = int(*maxMessage)
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
 	if gctune.Start(os.Getenv) {

@@ -3,8 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 )
 
 // Bounds of --max-message-size: below 64 KiB ordinary initialize and tools/list answers
@@ -39,6 +42,21 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large: want at most 1GiB", s)
 	}
 	return n * unit, nil
+}
+
+// maxMessageFlag adds --max-message-size to fs: serve's cap on what MCP servers send, and
+// import's for the discoveries it runs (a server serve discovers must not fail there). Its
+// variable is read after parsing, with envMaxMessage.
+func maxMessageFlag(fs *flag.FlagSet) *byteSize {
+	v := byteSize(mcpclient.DefaultMaxMessageBytes)
+	fs.Var(&v, "max-message-size", "the largest message an MCP server may send (a stdio line, an SSE event, a JSON body); "+
+		"a larger result answers result_too_large. A byte count or a size like 512KiB, 16MiB or 64MB (env TOOLWARDEN_MAX_MESSAGE_SIZE)")
+	return &v
+}
+
+// envMaxMessage sets v from TOOLWARDEN_MAX_MESSAGE_SIZE unless the flag was given.
+func envMaxMessage(fs *flag.FlagSet, v *byteSize) error {
+	return envSize(fs, "max-message-size", "TOOLWARDEN_MAX_MESSAGE_SIZE", os.LookupEnv, v)
 }
 
 // byteSize is a message size flag (--max-message-size): a byte count or a size with a
