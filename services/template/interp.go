@@ -90,7 +90,9 @@ var (
 	expectInterp = &interp{kind: "Tcl", example: `a script file that reads $argv: [expect, check.exp, "{host}"]`, shortArg: "cfb", inline: "c", files: "fb", stdinCode: true}
 	tclInterp    = &interp{kind: "Tcl", example: `a script file that reads $argv: [tclsh, check.tcl, "{host}"]`, stdinCode: true}
 	sshInterp    = &interp{kind: "remote shell", example: `pass values on standard input: [ssh, host, 'read -r p; grep -e "$p" /var/log/app.log'], stdin: "{pattern}"`,
-		shortArg: "BbcDEeFIiJLlmOoPpQRSWw", remote: true}
+		// libs: -o (ProxyCommand=, LocalCommand=), -F (a config file saying so) and -I (a
+		// PKCS#11 library it loads) can make it run local code.
+		shortArg: "BbcDEeFIiJLlmOoPpQRSWw", libs: "oFI", remote: true}
 	// pwshInterp stands for PowerShell, whose -Command takes all the items after it as code.
 	pwshInterp = &interp{kind: "PowerShell", example: `[pwsh, -File, script.ps1, "{text}"]`}
 )
@@ -186,7 +188,6 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 	for i, t := range argv {
 		items[i] = item{t, i}
 	}
-	stdinVar := stdin != nil && !stdin.Literal()
 	line := func(idx int) int {
 		if idx < 0 {
 			return stdin.Line
@@ -194,15 +195,16 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 		return argv[idx].Line
 	}
 	reported := map[int]bool{}
-	report := func(idx int, format string, a ...any) {
+	cc := &codeCheck{stdinVar: stdin != nil && !stdin.Literal()}
+	cc.report = func(idx int, format string, a ...any) {
 		if !reported[idx] {
 			reported[idx] = true
 			r.fail(line(idx), format, a...)
 		}
 	}
-	prog, via := programOf(items, nil, stdinVar, report)
+	prog, via := cc.programOf(items, nil)
 	if prog >= 0 {
-		checkInterp(items, prog, true, stdinVar, via, report)
+		cc.checkInterp(items, prog, true, via)
 	}
 	// items[0] is the program, a wrapper, or refused by the caller.
 	for i, it := range items {
@@ -211,7 +213,7 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 		}
 		if s, ok := it.lit(); ok {
 			if ip, _ := interpreterOf(s); ip != nil {
-				checkInterp(items, i, false, stdinVar, nil, report)
+				cc.checkInterp(items, i, false, nil)
 			}
 		}
 	}
@@ -223,17 +225,36 @@ type viaXargs struct {
 	replace string
 }
 
+// codeCheck is the check of one command's argv: stdinVar says its standard input has
+// placeholders, and report reports a place once, by its argv index (-1 for stdin).
+type codeCheck struct {
+	stdinVar bool
+	report   func(idx int, format string, a ...any)
+}
+
+// replaced says s, literal text of an item that via (an xargs, or nil) runs, holds the
+// string xargs -I replaces with each line of standard input, which has placeholders.
+func (cc *codeCheck) replaced(via *viaXargs, s string) bool {
+	return cc.stdinVar && via != nil && via.replace != "" && strings.Contains(s, via.replace)
+}
+
+// xargsWords says via is an xargs without -I, which adds the words of standard input,
+// which has placeholders, after the items it runs.
+func (cc *codeCheck) xargsWords(via *viaXargs) bool {
+	return cc.stdinVar && via != nil && via.replace == ""
+}
+
 // programOf walks items[0] and the wrappers it names to the program that finally runs:
 // its position in items, or -1 when there is none to check further. via is the xargs
 // that runs items[0], if any (env -S's line under xargs still gets xargs's input).
-func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, string, ...any)) (int, *viaXargs) {
+func (cc *codeCheck) programOf(items []item, via *viaXargs) (int, *viaXargs) {
 	i, prev := 0, ""
-	for range 16 {
+	for n := 0; ; n++ {
 		if i >= len(items) {
 			// xargs alone runs echo; another wrapper under xargs runs the first word of
 			// its input.
-			if via != nil && via.replace == "" && stdinVar && (prev == "" || !wrappers[prev].xargs) {
-				report(-1, "stdin goes to xargs, whose first word of it becomes the program that runs, so it cannot have placeholders: a call must never choose which program runs; name the program in argv and let xargs add the values after it")
+			if cc.xargsWords(via) && (prev == "" || !wrappers[prev].xargs) {
+				cc.report(-1, "stdin goes to xargs, whose first word of it becomes the program that runs, so it cannot have placeholders: a call must never choose which program runs; name the program in argv and let xargs add the values after it")
 			}
 			return -1, via
 		}
@@ -241,18 +262,24 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 		if !ok {
 			// argv[0] itself is refused by the caller.
 			if i > 0 {
-				report(items[i].idx, "argv[%d] is the program %s runs and cannot have placeholders: a call must never choose which program runs", items[i].idx, prev)
+				cc.report(items[i].idx, "argv[%d] is the program %s runs and cannot have placeholders: a call must never choose which program runs", items[i].idx, prev)
 			}
 			return -1, via
 		}
-		if via != nil && via.replace != "" && stdinVar && strings.Contains(s, via.replace) {
-			report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the program that runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, items[i].idx)
+		if cc.replaced(via, s) {
+			cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the program that runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, items[i].idx)
 			return -1, via
 		}
 		name := path.Base(s)
 		w := wrappers[name]
 		if w == nil {
 			return i, via
+		}
+		// Wrappers are followed up to maxWrappers deep; past that the program is not
+		// found, so the template is refused rather than saved with it unchecked.
+		if n == maxWrappers {
+			cc.report(items[i].idx, "argv[%d] is a wrapper (%s) after %d others, more than the check follows to find the program that runs: run the program with fewer wrappers", items[i].idx, name, maxWrappers)
+			return -1, via
 		}
 		if w.xargs {
 			via = &viaXargs{}
@@ -267,7 +294,7 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 				switch {
 				case strings.HasPrefix(p, "-"):
 					if w.optionHides(p) {
-						report(it.idx, "argv[%d] is among the options of %s, where a placeholder could name an option, or be the command line or replace string it runs with, so it cannot have placeholders there: write its options out and pass values as their own items", it.idx, name)
+						cc.report(it.idx, "argv[%d] is among the options of %s, where a placeholder could name an option, or be the command line or replace string it runs with, so it cannot have placeholders there: write its options out and pass values as their own items", it.idx, name)
 						return -1, via
 					}
 					j++
@@ -294,7 +321,7 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 					j++
 				}
 				if opt == "split-string" && w.split != 0 {
-					splitLine(items, j, has, val, name, via, stdinVar, report)
+					cc.splitLine(items, j, has, val, name, via)
 					return -1, via
 				}
 				j++
@@ -317,13 +344,13 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 						}
 						if w.xargs && c == 'I' {
 							if rest == "" && j < len(items) && !items[j].t.Literal() {
-								report(items[j].idx, "argv[%d] is the string xargs -I replaces with each line of its input and cannot have placeholders: a value could make any text of the command a place for input", items[j].idx)
+								cc.report(items[j].idx, "argv[%d] is the string xargs -I replaces with each line of its input and cannot have placeholders: a value could make any text of the command a place for input", items[j].idx)
 								return -1, via
 							}
 							via.replace = val
 						}
 						if c == w.split && w.split != 0 {
-							splitLine(items, j, rest != "", rest, name, via, stdinVar, report)
+							cc.splitLine(items, j, rest != "", rest, name, via)
 							return -1, via
 						}
 						break
@@ -349,7 +376,7 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 		if w.flock && j < len(items) {
 			if s, ok := items[j].lit(); ok && (s == "-c" || s == "--command") {
 				if j+1 < len(items) && !items[j+1].t.Literal() {
-					report(items[j+1].idx, "argv[%d] is the shell line %s runs with -c and cannot have placeholders: a value would be read as shell code, not data. Run a shell as its program and pass each value as its own argv item after the script, where it is a positional parameter: [flock, file, sh, -c, 'grep -e \"$1\" /var/log/app.log', sh, \"{pattern}\"]", items[j+1].idx, name)
+					cc.report(items[j+1].idx, "argv[%d] is the shell line %s runs with -c and cannot have placeholders: a value would be read as shell code, not data. Run a shell as its program and pass each value as its own argv item after the script, where it is a positional parameter: [flock, file, sh, -c, 'grep -e \"$1\" /var/log/app.log', sh, \"{pattern}\"]", items[j+1].idx, name)
 				}
 				return -1, via
 			}
@@ -357,8 +384,10 @@ func programOf(items []item, via *viaXargs, stdinVar bool, report func(int, stri
 		prev = name
 		i = j
 	}
-	return -1, via
 }
+
+// maxWrappers is how many wrappers programOf follows to the program.
+const maxWrappers = 16
 
 // optionHides says whether a placeholder after p, the literal start of an option item of
 // w, could be an option's name or letters, or is the value of an option that sets the
@@ -386,7 +415,7 @@ func (w *wrapper) optionHides(p string) bool {
 // splitLine follows env -S at items[j], whose value is split into the command line env
 // runs: the value's words stand in for it (reported as its item), then the items after
 // it, and the program found there is checked.
-func splitLine(items []item, j int, attached bool, val string, name string, via *viaXargs, stdinVar bool, report func(int, string, ...any)) {
+func (cc *codeCheck) splitLine(items []item, j int, attached bool, val string, name string, via *viaXargs) {
 	if j >= len(items) {
 		return
 	}
@@ -394,13 +423,13 @@ func splitLine(items []item, j int, attached bool, val string, name string, via 
 	if !attached {
 		s, ok := valItem.lit()
 		if !ok {
-			report(valItem.idx, "argv[%d] is the command line %s -S splits and runs and cannot have placeholders: a value could add arguments or name the program; pass values as argv items after it", valItem.idx, name)
+			cc.report(valItem.idx, "argv[%d] is the command line %s -S splits and runs and cannot have placeholders: a value could add arguments or name the program; pass values as argv items after it", valItem.idx, name)
 			return
 		}
 		val = s
 	}
-	if via != nil && via.replace != "" && stdinVar && strings.Contains(val, via.replace) {
-		report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the command line %s -S splits and runs, so it cannot have placeholders: a value could add arguments or name the program", via.replace, valItem.idx, name)
+	if cc.replaced(via, val) {
+		cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], the command line %s -S splits and runs, so it cannot have placeholders: a value could add arguments or name the program", via.replace, valItem.idx, name)
 		return
 	}
 	// The words are literal (the value has no placeholders), whatever braces they have.
@@ -409,8 +438,8 @@ func splitLine(items []item, j int, attached bool, val string, name string, via 
 		rest = append(rest, item{Text{Parts: []Part{{Lit: w}}, Line: valItem.t.Line}, valItem.idx})
 	}
 	rest = append(rest, items[j+1:]...)
-	if prog, via := programOf(rest, via, stdinVar, report); prog >= 0 {
-		checkInterp(rest, prog, true, stdinVar, via, report)
+	if prog, via := cc.programOf(rest, via); prog >= 0 {
+		cc.checkInterp(rest, prog, true, via)
 	}
 }
 
@@ -419,7 +448,7 @@ func splitLine(items []item, j int, attached bool, val string, name string, via 
 // names the script, or hides among its options, and standard input read as the
 // program are reported too; an interpreter named elsewhere in argv (an argument to
 // docker or find) is checked for its code options only.
-func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, report func(int, string, ...any)) {
+func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs) {
 	progName, _ := items[at].lit()
 	ip, name := interpreterOf(progName)
 	if ip == nil {
@@ -427,7 +456,7 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	}
 	args := items[at+1:]
 	if ip == pwshInterp {
-		checkPwsh(args, name, full, stdinVar, via, report)
+		cc.checkPwsh(args, name, full, via)
 		return
 	}
 	var code, files, libs, opts, operands []int // positions in args
@@ -544,8 +573,14 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 	pos := func(k int) int { return args[k].idx }
 	hasVar := func(k int) bool { return !args[k].t.Literal() }
 	codeMsg := func(k int, how string) {
-		report(pos(k), "argv[%d] is %s code that %s runs%s, so it cannot have placeholders: a value would be read as code, not data. Pass each value as its own argv item after the code, where it reads it as data: %s",
+		cc.report(pos(k), "argv[%d] is %s code that %s runs%s, so it cannot have placeholders: a value would be read as code, not data. Pass each value as its own argv item after the code, where it reads it as data: %s",
 			pos(k), ip.kind, name, how, ip.example)
+	}
+	// replaced says the literal item at k holds xargs -I's string, which each line of
+	// standard input replaces.
+	replaced := func(k int) bool {
+		s, ok := args[k].lit()
+		return ok && cc.replaced(via, s)
 	}
 	if ip.remote {
 		// ssh destination command...: the command's items are joined and read by a shell.
@@ -554,14 +589,17 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 		if !full {
 			return
 		}
-		if stdinVar && via != nil {
-			if via.replace == "" {
-				report(-1, "stdin goes to xargs, which adds its words to the command line of %s, whose remote shell runs them as code, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", name, name, ip.example)
+		for _, k := range libs {
+			if hasVar(k) {
+				cc.report(pos(k), "argv[%d] is the value of an option of %s that can make it run a local command or load code (-o ProxyCommand=…, -F a config file, -I a library), so it cannot have placeholders: write these options out, and %s", pos(k), name, ip.example)
 			}
-			for k := range args {
-				if s, ok := args[k].lit(); ok && via.replace != "" && strings.Contains(s, via.replace) {
-					report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d] of %s, where its remote shell or its options read it, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", via.replace, pos(k), name, name, ip.example)
-				}
+		}
+		if cc.xargsWords(via) {
+			cc.report(-1, "stdin goes to xargs, which adds its words to the command line of %s, whose remote shell runs them as code, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", name, name, ip.example)
+		}
+		for k := range args {
+			if replaced(k) {
+				cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d] of %s, where its remote shell or its options read it, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", via.replace, pos(k), name, name, ip.example)
 			}
 		}
 		if len(operands) > 0 {
@@ -574,8 +612,8 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 				return
 			}
 		}
-		if stdinVar && via == nil {
-			report(-1, "stdin is read as commands by the remote shell of %s (no command follows the host), so it cannot have placeholders: give %s a command that reads the value as data: %s", name, name, ip.example)
+		if cc.stdinVar && via == nil {
+			cc.report(-1, "stdin is read as commands by the remote shell of %s (no command follows the host), so it cannot have placeholders: give %s a command that reads the value as data: %s", name, name, ip.example)
 		}
 		return
 	}
@@ -599,34 +637,26 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 				how = " with -c"
 			}
 			codeMsg(k, how)
-		} else if via != nil && via.replace != "" && stdinVar {
-			if s, _ := args[k].lit(); strings.Contains(s, via.replace) {
-				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in the %s code of argv[%d], so it cannot have placeholders: without -I, xargs adds the lines as separate arguments after the code, where it reads them as data: %s",
-					via.replace, ip.kind, pos(k), ip.example)
-			}
+		} else if replaced(k) {
+			cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in the %s code of argv[%d], so it cannot have placeholders: without -I, xargs adds the lines as separate arguments after the code, where it reads them as data: %s",
+				via.replace, ip.kind, pos(k), ip.example)
 		}
 	}
-	if missing && via != nil && stdinVar {
-		report(-1, "stdin goes to xargs, whose first word of it becomes the %s code %s runs, so it cannot have placeholders: write the code in argv and let xargs add the values after it: %s", ip.kind, name, ip.example)
+	if missing && via != nil && cc.stdinVar {
+		cc.report(-1, "stdin goes to xargs, whose first word of it becomes the %s code %s runs, so it cannot have placeholders: write the code in argv and let xargs add the values after it: %s", ip.kind, name, ip.example)
 	}
 	if !full {
 		return
 	}
 	for _, k := range opts {
-		report(pos(k), "argv[%d] is among the options of %s, where a placeholder could make it run a value as code: write its options out, and pass values after the code: %s", pos(k), name, ip.example)
-	}
-	// replaced says the literal item at k holds xargs -I's string, which each line of
-	// standard input replaces.
-	replaced := func(k int) bool {
-		s, ok := args[k].lit()
-		return ok && via != nil && via.replace != "" && stdinVar && strings.Contains(s, via.replace)
+		cc.report(pos(k), "argv[%d] is among the options of %s, where a placeholder could make it run a value as code: write its options out, and pass values after the code: %s", pos(k), name, ip.example)
 	}
 	replacedMsg := func(k int) {
-		report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the code %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, pos(k), name)
+		cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the code %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, pos(k), name)
 	}
 	for _, k := range append(files, libs...) {
 		if hasVar(k) {
-			report(pos(k), "argv[%d] names the code %s runs and cannot have placeholders: a call must never choose which program runs", pos(k), name)
+			cc.report(pos(k), "argv[%d] names the code %s runs and cannot have placeholders: a call must never choose which program runs", pos(k), name)
 		} else if replaced(k) {
 			replacedMsg(k)
 		}
@@ -640,7 +670,7 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 			s, ok := args[k].lit()
 			switch {
 			case !ok:
-				report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or after code given in argv: %s)", pos(k), name, ip.example)
+				cc.report(pos(k), "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script, or after code given in argv: %s)", pos(k), name, ip.example)
 			case replaced(k):
 				replacedMsg(k)
 			case s == "-" || s == "/dev/stdin" || s == "/dev/fd/0" || s == "/proc/self/fd/0":
@@ -648,20 +678,20 @@ func checkInterp(items []item, at int, full, stdinVar bool, via *viaXargs, repor
 			}
 		}
 	}
-	if fromStdin && stdinVar && via == nil {
-		report(-1, "stdin is the program %s reads and runs (it is given no code or script file), so it cannot have placeholders: a value would be read as %s code, not data. Write the code in argv and pass values after it: %s", name, ip.kind, ip.example)
+	if fromStdin && cc.stdinVar && via == nil {
+		cc.report(-1, "stdin is the program %s reads and runs (it is given no code or script file), so it cannot have placeholders: a value would be read as %s code, not data. Write the code in argv and pass values after it: %s", name, ip.kind, ip.example)
 	}
 	// Under xargs without -I, standard input's words are added after the items (its own
 	// standard input is /dev/null): the first word is the script when none is given, as
 	// in [sh, "{p}"], and a word starting with '-' is an option (perl -e, bash -c) where
 	// the program still reads options.
-	if via != nil && via.replace == "" && stdinVar && !missing {
+	if cc.xargsWords(via) && !missing {
 		switch {
 		case !codeGiven && !fileGiven && len(operands) == 0 && !stdinFlag:
-			report(-1, "stdin goes to xargs, whose first word of it becomes the script %s runs (it is given no code or script file), so it cannot have placeholders: a call must never choose which program runs. Write the code in argv, or name a script file, and let xargs add the values after it (for a shell: %s)",
+			cc.report(-1, "stdin goes to xargs, whose first word of it becomes the script %s runs (it is given no code or script file), so it cannot have placeholders: a call must never choose which program runs. Write the code in argv, or name a script file, and let xargs add the values after it (for a shell: %s)",
 				name, xargsShellExample)
 		case !ended && (options || ip.gnuOpts):
-			report(-1, "stdin goes to xargs, which adds its words after the items of %s, where it still reads options: a word starting with '-' could be one that runs code (-e, -c), so stdin cannot have placeholders there. End the options with a literal -- item after the code or script, before the words xargs adds: [xargs, %s, …, --]",
+			cc.report(-1, "stdin goes to xargs, which adds its words after the items of %s, where it still reads options: a word starting with '-' could be one that runs code (-e, -c), so stdin cannot have placeholders there. End the options with a literal -- item after the code or script, before the words xargs adds: [xargs, %s, …, --]",
 				name, name)
 		}
 	}
@@ -677,17 +707,17 @@ const xargsShellExample = `[xargs, sh, -c, 'for p; do grep -e "$p" /var/log/app.
 // script -File names, and stdin when it is the code: -Command -, -File -, or neither
 // given (PowerShell then reads its commands from standard input). Under xargs, only
 // -File with a script written out keeps the words it adds from being code.
-func checkPwsh(args []item, name string, full, stdinVar bool, via *viaXargs, report func(int, string, ...any)) {
-	xargsWords := full && stdinVar && via != nil && via.replace == ""
+func (cc *codeCheck) checkPwsh(args []item, name string, full bool, via *viaXargs) {
+	xargsWords := full && cc.xargsWords(via)
 	replaced := func(it item) bool {
 		s, ok := it.lit()
-		return ok && full && stdinVar && via != nil && via.replace != "" && strings.Contains(s, via.replace)
+		return ok && full && cc.replaced(via, s)
 	}
 	for k, it := range args {
 		s, ok := it.lit()
 		if !ok {
 			if full {
-				report(it.idx, "argv[%d] is among the options of %s, where a placeholder could be -Command and make it run a value as code: write its options out and run a script file with the values after it: %s",
+				cc.report(it.idx, "argv[%d] is among the options of %s, where a placeholder could be -Command and make it run a value as code: write its options out and run a script file with the values after it: %s",
 					it.idx, name, pwshInterp.example)
 				return
 			}
@@ -702,11 +732,11 @@ func checkPwsh(args []item, name string, full, stdinVar bool, via *viaXargs, rep
 			sv, ok := script.lit()
 			switch {
 			case !ok:
-				report(script.idx, "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script: %s)", script.idx, name, pwshInterp.example)
+				cc.report(script.idx, "argv[%d] names the script %s runs and cannot have placeholders: a call must never choose which program runs (pass values after the script: %s)", script.idx, name, pwshInterp.example)
 			case replaced(script):
-				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the script %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, script.idx, name)
-			case sv == "-" && stdinVar && via == nil:
-				report(-1, "stdin is the program %s reads and runs (-File -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
+				cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], which names the script %s runs, so it cannot have placeholders: a call must never choose which program runs", via.replace, script.idx, name)
+			case sv == "-" && cc.stdinVar && via == nil:
+				cc.report(-1, "stdin is the program %s reads and runs (-File -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
 			}
 			return
 		}
@@ -719,24 +749,24 @@ func checkPwsh(args []item, name string, full, stdinVar bool, via *viaXargs, rep
 		for _, r := range rest {
 			switch {
 			case !r.t.Literal():
-				report(r.idx, "argv[%d] is part of the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: a value would be read as code, not data. Run a script file and pass values after it: %s",
+				cc.report(r.idx, "argv[%d] is part of the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: a value would be read as code, not data. Run a script file and pass values after it: %s",
 					r.idx, name, s, pwshInterp.example)
 			case replaced(r):
-				report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], part of the PowerShell code %s runs, so it cannot have placeholders: run a script file and pass values after it: %s", via.replace, r.idx, name, pwshInterp.example)
+				cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], part of the PowerShell code %s runs, so it cannot have placeholders: run a script file and pass values after it: %s", via.replace, r.idx, name, pwshInterp.example)
 			}
 		}
 		switch {
 		case xargsWords:
-			report(-1, "stdin goes to xargs, which adds its words to the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, s, name)
-		case full && stdinVar && via == nil && len(rest) > 0 && rest[0].t.Literal() && rest[0].t.Filled("") == "-":
-			report(-1, "stdin is the program %s reads and runs (%s -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, s, pwshInterp.example)
+			cc.report(-1, "stdin goes to xargs, which adds its words to the PowerShell code %s runs (%s joins the items after it into code), so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, s, name)
+		case full && cc.stdinVar && via == nil && len(rest) > 0 && rest[0].t.Literal() && rest[0].t.Filled("") == "-":
+			cc.report(-1, "stdin is the program %s reads and runs (%s -), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, s, pwshInterp.example)
 		}
 		return
 	}
 	switch {
 	case xargsWords:
-		report(-1, "stdin goes to xargs, whose words become the arguments of %s, given no -File or -Command, where they could be -Command and code, so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, name)
-	case full && stdinVar && via == nil:
-		report(-1, "stdin is read as commands by %s (it is given no -File or -Command), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
+		cc.report(-1, "stdin goes to xargs, whose words become the arguments of %s, given no -File or -Command, where they could be -Command and code, so it cannot have placeholders: run a script file with -File and let xargs add the values after it: [xargs, %s, -File, script.ps1]", name, name)
+	case full && cc.stdinVar && via == nil:
+		cc.report(-1, "stdin is read as commands by %s (it is given no -File or -Command), so it cannot have placeholders: a value would be read as PowerShell code, not data. Run a script file and pass values after it: %s", name, pwshInterp.example)
 	}
 }
