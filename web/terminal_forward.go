@@ -80,6 +80,12 @@ func hopFrom(c echo.Context) string {
 // already forwarded is never forwarded again.
 func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		// The origin first, as the terminal's own socket checks it: a handshake from
+		// another site's page must not take its person's hop allowance, a nonce of the
+		// owner's and one of their sockets here before the owner refuses it.
+		if websocket.IsWebSocketUpgrade(c.Request()) && !s.hub.sameOrigin(c.Request()) {
+			return errOriginRefused
+		}
 		ts := s.deps.Terminals
 		id := c.Param("id")
 		if ts == nil || ts.Store() == nil || ts.Get(id) != nil {

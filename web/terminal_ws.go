@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -39,8 +38,8 @@ type terminalMsg struct {
 func (h *hub) terminalSocket(ts *builtin.Terminals) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		p := handlers.PrincipalOf(c)
-		if !sameOrigin(c.Request()) {
-			return echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
+		if !h.sameOrigin(c.Request()) {
+			return errOriginRefused
 		}
 		var t *builtin.Terminal
 		if ts != nil {

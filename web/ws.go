@@ -69,6 +69,14 @@ const (
 	wsBatchCache  = 64
 	// wsReadLimit bounds the subscription a page sends on /ws, as decompressed (readJSON).
 	wsReadLimit = 4096
+	// wsQueue is the events a socket's subscription queues for it (the bus's default is
+	// 256): a queue is allocated whole, 88 bytes an event, for as long as the socket is
+	// open, and thousands of idle dashboards held 22 KiB each. A socket whose queue fills
+	// closes with 1013 and its page resumes from its cursor, so a shorter one loses
+	// nothing; 64 holds every burst one commit publishes on a topic a page follows whole
+	// (at most two events, but for an import's one per server), and a few seconds of a
+	// busy executions list while a replay renders. The sampled topics do not queue.
+	wsQueue = 64
 	// wsPerPerson bounds one person's open sockets, /ws and terminals together
 	// (replayKey), unless Deps.SocketsPerPerson says otherwise: each holds goroutines,
 	// buffers and a session check every wsRecheckEvery. Many tabs and terminals stay
@@ -129,6 +137,8 @@ type hub struct {
 	flying map[string]*flight
 	// renders counts the fragments rendered (/metrics): about one per event.
 	renders atomic.Int64
+	// rechecks counts the checks of a socket's session (recheck): a query each.
+	rechecks atomic.Int64
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
 	replays chan struct{}
@@ -196,7 +206,7 @@ func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	// Write buffers are pooled: a socket holds one only while it writes, not 8 KiB for
 	// as long as an idle page stays open.
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, WriteBufferPool: &sync.Pool{},
-		CheckOrigin: sameOrigin, EnableCompression: true}
+		CheckOrigin: h.sameOrigin, EnableCompression: true}
 	return h
 }
 
@@ -206,23 +216,35 @@ func (h *hub) count() int {
 	return len(h.conns)
 }
 
-// sameOrigin accepts a handshake whose Origin is this host. Browsers always send Origin
-// on websocket handshakes, so a missing one is refused too (unless a bearer token, which
-// a cross-site page cannot attach, authenticated the request: see serve).
-func sameOrigin(r *http.Request) bool {
+// sameOrigin accepts a handshake whose Origin is this site's: its scheme and host as
+// the client reached it (handlers.Origin, behind trusted proxies as they say). Browsers
+// always send Origin on websocket handshakes, so a missing one is refused too (unless a
+// bearer token, which a cross-site page cannot attach, authenticated the request: see
+// serve).
+func (h *hub) sameOrigin(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		_, token := bearer(r.Header.Get("Authorization"))
 		return token
 	}
 	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
+	if err != nil || u.Host == "" {
+		return false
+	}
+	site := handlers.Origin(r, h.deps.TrustedProxies)
+	if u.Scheme+"://"+u.Host == site {
+		return true
+	}
+	// Plain HTTP from a peer not named a trusted proxy may have come through a proxy
+	// that ended TLS (docs/deploy.md): an https page of this host is this site's. The
+	// other way round, an http page (anyone on the network can serve one) is refused.
+	return u.Scheme == "https" && "http://"+u.Host == site
 }
 
 func (h *hub) serve(c echo.Context) error {
 	p := handlers.PrincipalOf(c)
-	if !sameOrigin(c.Request()) {
-		return echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
+	if !h.sameOrigin(c.Request()) {
+		return errOriginRefused
 	}
 	done, err := h.admit(p)
 	if err != nil {
@@ -238,6 +260,9 @@ func (h *hub) serve(c echo.Context) error {
 	h.run(c.Request().Context(), conn, p)
 	return nil
 }
+
+// errOriginRefused answers a websocket handshake from another site's page.
+var errOriginRefused = echo.NewHTTPError(http.StatusForbidden, "websocket origin refused: connect from this site's own pages")
 
 // admit counts a socket of p's before its handshake is upgraded: refused with 429 past
 // wsPerPerson (before the upgrade costs anything, rather than a close after it), or
@@ -371,7 +396,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	if sessionsOnlyForCheck {
 		subscribed = append(slices.Clone(topics), auth.SessionsTopic)
 	}
-	s := h.bus.SubscribeSampled(subscribed, sampled, wsSampleKeep)
+	s := h.subscribe(subscribed, sampled)
 	defer s.Close()
 	// What the socket follows knows it is watched while the socket is open (a test
 	// run: the page that started it is still there).
@@ -401,8 +426,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// long to send: check once now.
 	{
 		var ok bool
-		// As a periodic check: a database that does not answer once keeps the socket.
-		if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
+		// As strict as the check before an event about the person: the change it looks
+		// for may come in no event this socket sends, so a database that does not answer
+		// closes the socket (1013) rather than let it stream until the periodic check.
+		if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 			return
 		}
 	}
@@ -468,16 +495,23 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		h.holdFor(person, -n)
 	}
 	defer func() { letGo(held) }()
+	// seen is the newest event this socket has been handed (the replay's, then the
+	// bus's), committed before anything it does next; checkedThrough is the seen of the
+	// last check before an event, which read what every event up to it changed.
+	var seen, checkedThrough int64
 	// deliver sends one event, after re-checking the caller when the event is about
-	// them (role changed, disabled, signed out); false ends the connection.
+	// them (role changed, disabled, signed out) and no check has read it yet: a replay of
+	// a thousand such events checks once, not once each; false ends the connection.
 	deliver := func(ev events.Event) bool {
+		seen = max(seen, ev.ID)
 		// A change to this person is checked even when the replay already moved the
 		// cursor past it: it may have come between the first check and the replay.
-		if ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
+		if ev.ID > checkedThrough && ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
 			var ok bool
 			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 				return false
 			}
+			checkedThrough = seen
 		}
 		if ev.ID <= last {
 			return true
@@ -550,6 +584,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 			if !reload() {
 				return
 			}
+		}
+		if len(missed) > 0 {
+			// Every event of the replay was committed before it was read.
+			seen = missed[len(missed)-1].ID
 		}
 		for _, ev := range missed {
 			if !deliver(ev) {
@@ -701,6 +739,12 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 }
 
+// subscribe is a socket's subscription to the bus: the sampled topics held, the rest
+// queued, wsQueue events at most.
+func (h *hub) subscribe(subscribed, sampled []string) *events.Subscription {
+	return h.bus.SubscribeSampledQueue(subscribed, sampled, wsSampleKeep, wsQueue)
+}
+
 // holdFor adds n to what person's replays hold (replayByPerson) and returns their total.
 func (h *hub) holdFor(person string, n int) int64 {
 	h.replayPersonMu.Lock()
@@ -800,12 +844,14 @@ func (h *hub) recheckEvery() time.Duration {
 // socket for good (4401: the page goes to sign-in); a role that no longer allows one of
 // the topics closes it with 1012, so the page reconnects and subscribes again, and the
 // server grants only what the new role allows. It returns the refreshed principal.
-// When the database cannot answer, the person is not signed out: the check before an
-// event about the caller (which must not go out unchecked) closes the socket with 1013,
-// so the page reconnects and its handshake authenticates again; the periodic check
-// does so after wsRecheckFailures failures in a row (one blip keeps the socket, but a
-// session nobody can check does not keep receiving events).
-func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, beforeEvent bool, failures *int) (*auth.Principal, bool) {
+// When the database cannot answer, the person is not signed out: a strict check (the
+// first, and the one before an event about the caller, which must not go out
+// unchecked) closes the socket with 1013, so the page reconnects and its handshake
+// authenticates again; the periodic check does so after wsRecheckFailures failures in
+// a row (one blip keeps the socket, but a session nobody can check does not keep
+// receiving events).
+func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, strict bool, failures *int) (*auth.Principal, bool) {
+	h.rechecks.Add(1)
 	role, err := h.deps.Auth.CurrentRole(ctx, p)
 	switch {
 	case errors.Is(err, auth.ErrNoLongerValid):
@@ -813,7 +859,7 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 		return p, false
 	case err != nil:
 		h.log.Warn("ws: re-check the session", "err", err)
-		if *failures++; beforeEvent || *failures >= wsRecheckFailures {
+		if *failures++; strict || *failures >= wsRecheckFailures {
 			h.closeWith(conn, closeTryAgainLater, "try again")
 			return p, false
 		}

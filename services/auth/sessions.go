@@ -146,9 +146,10 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 
 		if req.OldSession != "" {
-			// The browser's previous session ends here. When it was someone else's (a
-			// shared browser), they are signed out as by Logout: audited, and announced
-			// so their open pages and terminal sockets end at once.
+			// The browser's previous session ends here, announced whoever's it was, so
+			// the pages and terminal sockets still on it end at once, not at their next
+			// periodic check. When it was someone else's (a shared browser), they are
+			// signed out as by Logout: audited too.
 			var prevID, prevName string
 			err := tx.QueryRow(ctx, `/* auth.Login.rotate */ DELETE FROM sessions s USING users u
 				WHERE s.token_hash = $1 AND u.id = s.user_id RETURNING u.id, u.username`, hashToken(req.OldSession)).Scan(&prevID, &prevName)
@@ -163,6 +164,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				}
 				if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
 					Reason: "another person signed in on the same browser"}); err != nil {
+					return err
+				}
+			} else if prevID != "" {
+				if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
+					Reason: "signed in again"}); err != nil {
 					return err
 				}
 			}
