@@ -130,7 +130,7 @@ var private = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
 func (g *Gateway) listResources(ctx context.Context, c *caller, cursor string) (*mcp.ListResourcesResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.Resource]{kind: "resources",
 		fetch: g.pass.sessions.ListResources, key: func(r *mcp.Resource) string { return r.URI },
-		wrap: func(server string, m *secrets.Masker, r *mcp.Resource) *mcp.Resource {
+		wrap: func(server string, m sessionMasks, r *mcp.Resource) *mcp.Resource {
 			return &mcp.Resource{URI: wrapURI(server, m.String(r.URI)), Name: toolname.Join(server, m.String(r.Name)),
 				Title: m.String(r.Title), Description: m.String(r.Description), MIMEType: r.MIMEType, Size: r.Size,
 				Annotations: r.Annotations, Icons: r.Icons}
@@ -144,7 +144,7 @@ func (g *Gateway) listResources(ctx context.Context, c *caller, cursor string) (
 func (g *Gateway) listTemplates(ctx context.Context, c *caller, cursor string) (*mcp.ListResourceTemplatesResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.ResourceTemplate]{kind: "templates",
 		fetch: g.pass.sessions.ListResourceTemplates, key: func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-		wrap: func(server string, m *secrets.Masker, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+		wrap: func(server string, m sessionMasks, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
 			return &mcp.ResourceTemplate{URITemplate: wrapURI(server, m.String(t.URITemplate)),
 				Name: toolname.Join(server, m.String(t.Name)), Title: m.String(t.Title), Description: m.String(t.Description),
 				MIMEType: t.MIMEType, Annotations: t.Annotations, Icons: t.Icons}
@@ -158,7 +158,7 @@ func (g *Gateway) listTemplates(ctx context.Context, c *caller, cursor string) (
 func (g *Gateway) listPrompts(ctx context.Context, c *caller, cursor string) (*mcp.ListPromptsResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.Prompt]{kind: "prompts",
 		fetch: g.pass.sessions.ListPrompts, key: func(p *mcp.Prompt) string { return p.Name },
-		wrap: func(server string, m *secrets.Masker, p *mcp.Prompt) *mcp.Prompt {
+		wrap: func(server string, m sessionMasks, p *mcp.Prompt) *mcp.Prompt {
 			out := &mcp.Prompt{Name: toolname.Join(server, p.Name), Title: m.String(p.Title), Description: m.String(p.Description),
 				Icons: p.Icons}
 			for _, a := range p.Arguments {
@@ -181,7 +181,7 @@ type listing[T any] struct {
 	kind  string // "resources", "templates", "prompts": a cursor is for one kind
 	fetch func(ctx context.Context, serverID string) ([]*T, error)
 	key   func(*T) string
-	wrap  func(server string, m *secrets.Masker, it *T) *T
+	wrap  func(server string, m sessionMasks, it *T) *T
 }
 
 // pageOf is one page of the merged list: the reachable servers by name, the items of
@@ -239,8 +239,9 @@ func fetchSorted[T any](ctx context.Context, g *Gateway, l listing[T], sv router
 	if g.pass.sessions == nil {
 		return nil
 	}
-	m := g.masker(sv.ID)
+	before := g.masker(sv.ID)
 	items, err := l.fetch(ctx, sv.ID)
+	m := g.masks(sv.ID, before)
 	if err != nil {
 		if !errors.Is(err, mcpclient.ErrNotConnected) && ctx.Err() == nil {
 			// The error quotes the upstream's own message, which may echo the secrets
@@ -319,6 +320,9 @@ type use struct {
 	action  string // resource.read, prompt.get
 	server  router.ServerAccess
 	payload map[string]any
+	// before is the server's masker when the request was admitted, just before it is
+	// sent (masks).
+	before *secrets.Masker
 }
 
 func (g *Gateway) readResource(ctx context.Context, c *caller, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -341,7 +345,7 @@ func (g *Gateway) readResource(ctx context.Context, c *caller, req *mcp.ReadReso
 	if err != nil {
 		return nil, g.failed(ctx, u, err)
 	}
-	m := g.masker(u.server.ID)
+	m := g.masks(u.server.ID, u.before)
 	out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents)), Cacheable: private}
 	size := 0
 	for _, rc := range res.Contents {
@@ -389,7 +393,7 @@ func (g *Gateway) getPrompt(ctx context.Context, c *caller, req *mcp.GetPromptRe
 	if err != nil {
 		return nil, g.failed(ctx, u, err)
 	}
-	m := g.masker(u.server.ID)
+	m := g.masks(u.server.ID, u.before)
 	out := &mcp.GetPromptResult{Description: m.String(res.Description), Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
 	for _, msg := range res.Messages {
 		if msg != nil {
@@ -406,7 +410,7 @@ func (g *Gateway) getPrompt(ctx context.Context, c *caller, req *mcp.GetPromptRe
 // contentIn is a prompt message's content as the gateway passes it on: text masked,
 // the URIs of embedded resources and resource links namespaced like resources/list's
 // (so the client can read them through the gateway), a copy in any case.
-func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
+func contentIn(server string, m sessionMasks, c mcp.Content) mcp.Content {
 	switch v := c.(type) {
 	case *mcp.TextContent:
 		cp := *v
@@ -440,7 +444,7 @@ func contentIn(server string, m *secrets.Masker, c mcp.Content) mcp.Content {
 
 // maskBlob masks a resource's binary contents when they are UTF-8 text
 // (secrets.MaskUTF8); the upstream's message cap bounds the work.
-func maskBlob(m *secrets.Masker, b []byte) []byte {
+func maskBlob(m sessionMasks, b []byte) []byte {
 	if m.Empty() {
 		return b
 	}
@@ -500,6 +504,7 @@ func (g *Gateway) admit(ctx context.Context, c *caller, conversation, action, se
 	if g.pass.sessions == nil {
 		return nil, g.failed(ctx, u, mcpclient.ErrNotConnected)
 	}
+	u.before = g.masker(u.server.ID)
 	return u, nil
 }
 
@@ -524,11 +529,30 @@ func (g *Gateway) masker(id string) *secrets.Masker {
 	return g.pass.sessions.Masker(id)
 }
 
+// sessionMasks mask what one request to a server answered with its masker before the
+// request and after it. A Refresh (a rotated key) may replace the session in between:
+// the one that answered is out of the manager while it is stopped (no masker at all for
+// that moment), and then the new one's masker lacks the secrets it ran with.
+type sessionMasks [2]*secrets.Masker
+
+// masks are server id's sessionMasks for a request admitted with masker before.
+func (g *Gateway) masks(id string, before *secrets.Masker) sessionMasks {
+	after := g.masker(id)
+	if after == before {
+		after = nil
+	}
+	return sessionMasks{before, after}
+}
+
+func (ms sessionMasks) String(s string) string { return ms[1].String(ms[0].String(s)) }
+
+func (ms sessionMasks) Empty() bool { return ms[0].Empty() && ms[1].Empty() }
+
 // failed records a read or get the server did not answer, and returns what the client
 // is told: the server's own JSON-RPC error (its code, its message, the server named),
 // or why there was no answer.
 func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
-	m := g.masker(u.server.ID)
+	m := g.masks(u.server.ID, u.before)
 	we, answered := mcpclient.ServerError(err)
 	var out *jsonrpc.Error
 	switch {

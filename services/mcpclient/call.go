@@ -124,11 +124,23 @@ var ErrIdentityChanged = errors.New("mcpclient: the server's connection settings
 // approved plan step runs only where it was approved to. An empty identity binds
 // nothing.
 func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
+	return m.CallToolServed(ctx, id, identity, name, args, onProgress, nil)
+}
+
+// CallToolServed is CallToolBound that tells onSession, when set, the masker of the
+// session it picked for the call (Masker's, for that session), before the call is sent
+// and so before any progress. Mask what the call returns with it, not with Masker(id)
+// asked before or after: a Refresh (a rotated key) may replace the session in between,
+// leaving Masker(id) without the secrets this session runs with, or nil for a moment.
+func (m *Manager) CallToolServed(ctx context.Context, id, identity, name string, args any, onProgress ProgressFunc, onSession func(*secrets.Masker)) (*mcp.CallToolResult, error) {
 	m.mu.Lock()
 	c := m.conns[id]
 	m.mu.Unlock()
 	if c == nil {
 		return nil, ErrNotConnected
+	}
+	if onSession != nil {
+		onSession(c.masker)
 	}
 	if identity != "" && !m.reg.IdentityMatches(c.cfg, identity) {
 		return nil, ErrIdentityChanged
@@ -181,6 +193,7 @@ func ServerError(err error) (*jsonrpc.Error, bool) {
 
 // Masker masks the secret values server id's session runs with (its environment and
 // headers) in what the server says; nil (which masks nothing) when it has no session.
+// What a call returns is masked with CallToolServed's instead: the session may change.
 func (m *Manager) Masker(id string) *secrets.Masker {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
+	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -47,8 +49,9 @@ const maxProgressMessage = 1024
 
 // execute calls the server with the tool's timeout, waiting for a server that is
 // still connecting, retrying a retryable tool after transport failures, behind the
-// server's circuit breaker (except a Blocking call).
-func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord, mask masks) (*mcp.CallToolResult, int, error) {
+// server's circuit breaker (except a Blocking call). It returns the masks for what the
+// call returned: those of the session its last attempt ran on.
+func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, identity string, onProgress func(Progress), rec *callRecord) (*mcp.CallToolResult, int, masks, error) {
 	timeout := time.Duration(e.t.Timeout()) * time.Millisecond
 	blocking := Blocking(e.t.QualifiedName())
 	if blocking {
@@ -58,8 +61,11 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The masker of the session the current attempt runs on; set before its call is
+	// sent, so before any of its progress, and read by progress on another goroutine.
+	var served atomic.Pointer[secrets.Masker]
 	progress := func(p *mcp.ProgressNotificationParams) {
-		pr := Progress{Progress: p.Progress, Total: p.Total, Message: mask.progress(p.Message)}
+		pr := Progress{Progress: p.Progress, Total: p.Total, Message: r.masksOf(e, served.Load()).progress(p.Message)}
 		if onProgress != nil {
 			onProgress(pr)
 		}
@@ -73,7 +79,7 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return nil, err
 		}
 		call := func() (*mcp.CallToolResult, error) {
-			res, err := r.mcp.CallToolBound(cctx, e.t.ServerID, identity, e.t.Name, args, progress)
+			res, err := r.mcp.CallToolServed(cctx, e.t.ServerID, identity, e.t.Name, args, progress, func(m *secrets.Masker) { served.Store(m) })
 			if err != nil && cctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				// A context error while the call's own context is alive is the session's:
 				// it ended under the call (a crashed server's session is closed, which can
@@ -113,9 +119,9 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 		if !errors.As(err, &ce) {
 			ce = r.classify(cctx, ctx, e, err, timeout)
 		}
-		return nil, attempts, ce
+		return nil, attempts, r.masksOf(e, served.Load()), ce
 	}
-	return res, attempts, nil
+	return res, attempts, r.masksOf(e, served.Load()), nil
 }
 
 // classify turns a failed call into the caller's error: the caller went away, the

@@ -17,9 +17,14 @@ import (
 // all get the masked text.
 type masks []*secrets.Masker
 
-// masksOf are the masks of a call of e now: the server's as its session runs.
-func (r *Router) masksOf(e *entry) masks {
-	return masks{r.mcp.Masker(e.t.ServerID), e.masker}
+// masksOf are the masks of a call of e that ran on the session whose masker is served
+// (CallToolServed): the secrets that session runs with, which a Refresh may have changed
+// since. A call that found no session is masked with the server's session now.
+func (r *Router) masksOf(e *entry, served *secrets.Masker) masks {
+	if served == nil {
+		served = r.mcp.Masker(e.t.ServerID)
+	}
+	return masks{served, e.masker}
 }
 
 func (ms masks) text(s string) string {

@@ -490,8 +490,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if c.Pin != nil {
 		identity = c.Pin.ServerIdentity
 	}
-	mask := r.masksOf(e)
-	out, attempts, err := r.execute(callmeta.With(ctx, metaOf(c, callID)), e, raw, identity, c.Progress, rec, mask)
+	out, attempts, mask, err := r.execute(callmeta.With(ctx, metaOf(c, callID)), e, raw, identity, c.Progress, rec)
 	rec.attempts = attempts
 	if err != nil {
 		return nil, rec.failed(mask.err(err))

@@ -485,8 +485,11 @@ type ioConn struct {
 	sessionMu       sync.Mutex
 	protocolVersion string
 
-	writeMu sync.Mutex         // guards Write, which must be concurrency safe.
-	rwc     io.ReadWriteCloser // the underlying stream
+	// writeSem (one slot) guards Write, which must be concurrency safe. Toolwarden: it
+	// replaces a mutex so that a writer waiting behind a write stuck on a full pipe gives
+	// up when its context ends, instead of waiting out the stuck write.
+	writeSem chan struct{}
+	rwc      io.ReadWriteCloser // the underlying stream
 
 	// incoming receives messages from the read loop started in [newIOConn].
 	incoming <-chan msgOrErr
@@ -577,6 +580,7 @@ func newIOConnLimited(rwc io.ReadWriteCloser, maxLineLength int) *ioConn {
 		}
 	}()
 	return &ioConn{
+		writeSem: make(chan struct{}, 1),
 		rwc:      rwc,
 		incoming: incoming,
 		closed:   closed,
@@ -789,8 +793,14 @@ func (t *ioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	default:
 	}
 
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
+	// Nothing has been written for this message while waiting, so giving up here
+	// leaves the stream intact.
+	select {
+	case t.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-t.writeSem }()
 
 	// Batching support: if msg is a Response, it may have completed a batch, so
 	// check that first. Otherwise, it is a request or notification, and we may
