@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/app/apptest"
+	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
@@ -116,5 +117,43 @@ func TestAppRole(t *testing.T) {
 	}
 	if _, err := a.Pool.Exec(ctx, `INSERT INTO later_feature (note) VALUES ('x'); UPDATE later_feature SET note = 'y'; DELETE FROM later_feature`); err != nil {
 		t.Errorf("a later table as %s: %v", db.AppRole, err)
+	}
+}
+
+// The application's role cannot create objects in the schema the owner's SECURITY
+// DEFINER functions search (migration 63): on PostgreSQL 14, or a cluster upgraded from
+// it, every role could, and a function shadowing one they call ran as the owner. Until
+// the schema's owner revokes it, serve warns at every start.
+func TestAppRoleCannotCreateInItsSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := apptest.Start(t, &apptest.Options{AppRole: true, NoStart: true})
+	owner, err := pgx.Connect(ctx, a.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close(ctx)
+	// PostgreSQL 14's default for the public schema.
+	if _, err := owner.Exec(ctx, `GRANT CREATE ON SCHEMA public TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := db.RoleWarning(ctx, a.Pool); err != nil || !strings.Contains(w, `may create objects in schema "public"`) {
+		t.Errorf("role warning while the app role may create in public: got %q, %v", w, err)
+	}
+	sql, err := migrations.FS.ReadFile("000063_schema_create_revoked.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.Exec(ctx, string(sql)); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := db.RoleWarning(ctx, a.Pool); err != nil || w != "" {
+		t.Errorf("role warning after migration 63: got %q, %v; want none", w, err)
+	}
+	_, err = a.Pool.Exec(ctx, `CREATE FUNCTION public.hashtextextended(text, integer) RETURNS bigint
+		LANGUAGE sql AS 'SELECT 0::bigint'`)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+		t.Fatalf("a function created in public as %s: got %v, want permission denied", db.AppRole, err)
 	}
 }

@@ -81,15 +81,16 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 }
 
 // RoleWarning says what is wrong with the role q connects as, for the application's
-// connections: "" when it is not a superuser and cannot UPDATE, DELETE or TRUNCATE
-// audit_log (or before the schema exists).
+// connections: "" when it is not a superuser, cannot UPDATE, DELETE or TRUNCATE
+// audit_log (or before the schema exists) and cannot create objects in its schema.
 func RoleWarning(ctx context.Context, q Querier) (string, error) {
-	var user string
-	var super, rewrite bool
+	var user, schema string
+	var super, rewrite, create bool
 	err := q.QueryRow(ctx, `/* db.RoleWarning */ SELECT current_user, r.rolsuper,
 		to_regclass('audit_log') IS NOT NULL AND (has_table_privilege('audit_log', 'UPDATE') OR
-			has_table_privilege('audit_log', 'DELETE') OR has_table_privilege('audit_log', 'TRUNCATE'))
-		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &rewrite)
+			has_table_privilege('audit_log', 'DELETE') OR has_table_privilege('audit_log', 'TRUNCATE')),
+		coalesce(current_schema(), ''), coalesce(has_schema_privilege(current_schema(), 'CREATE'), false)
+		FROM pg_roles r WHERE r.rolname = current_user`).Scan(&user, &super, &rewrite, &schema, &create)
 	if err != nil {
 		return "", fmt.Errorf("db: role check: %w", err)
 	}
@@ -98,6 +99,11 @@ func RoleWarning(ctx context.Context, q Querier) (string, error) {
 		return fmt.Sprintf("the application connects to PostgreSQL as %q, a superuser: it could rewrite the audit log; connect as a member of %s (docs/security.md)", user, AppRole), nil
 	case rewrite:
 		return fmt.Sprintf("the application connects to PostgreSQL as %q, which may UPDATE, DELETE or TRUNCATE audit_log; connect as a member of %s (docs/security.md)", user, AppRole), nil
+	case create:
+		// The owner's SECURITY DEFINER functions search this schema: an object created
+		// there could run as the owner (migration 63).
+		return fmt.Sprintf("the application connects to PostgreSQL as %q, which may create objects in schema %q, where the owner's functions look up what they call: it could make itself the owner and rewrite the audit log; as that schema's owner run REVOKE CREATE ON SCHEMA %s FROM PUBLIC, %s (docs/security.md)",
+			user, schema, schema, AppRole), nil
 	}
 	return "", nil
 }
