@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/app/apptest"
-	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"github.com/toolwarden/toolwarden/migrations"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
