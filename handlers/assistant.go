@@ -25,11 +25,7 @@ const historyShown = 100
 // Page renders /assistant with the person's latest conversation (?c= picks one; ?new=1
 // starts a new one).
 func (h AssistantHandler) Page(c echo.Context) error {
-	m, err := h.model(c)
-	if err != nil {
-		return err
-	}
-	seen, err := h.turn(c, m.ConversationID)
+	m, seen, err := h.model(c)
 	if err != nil {
 		return err
 	}
@@ -38,45 +34,37 @@ func (h AssistantHandler) Page(c echo.Context) error {
 
 // Panel renders the chat alone, for the slide-over every page has.
 func (h AssistantHandler) Panel(c echo.Context) error {
-	m, err := h.model(c)
+	m, seen, err := h.model(c)
 	if err != nil {
 		return err
 	}
 	m.Panel = true
-	seen, err := h.turn(c, m.ConversationID)
-	if err != nil {
-		return err
-	}
 	return render(c, http.StatusOK, views.AssistantChat(m, seen))
 }
 
-// turn is the last turn of the conversation shown (0 for a new one): the chat form
-// sends it back, so the service can tell a window the conversation moved on from.
-func (h AssistantHandler) turn(c echo.Context, conv string) (int64, error) {
-	if conv == "" {
-		return 0, nil
-	}
-	return h.Assistant.TurnOf(c.Request().Context(), PrincipalOf(c), conv)
-}
-
-// model reads the conversation as the caller: an API token's page shows the token's own
-// conversations, never the person's.
-func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error) {
+// model reads the conversation as the caller (an API token's page shows the token's own
+// conversations, never the person's) with its last turn (0 for a new one): the chat form
+// sends that back as seen, so the service can tell a window the conversation moved on
+// from. Both come from ShownOf, which reads the turn before the messages: a turn read
+// after them could be newer than what the page shows.
+func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, int64, error) {
 	ctx := c.Request().Context()
 	p := PrincipalOf(c)
 	conv := c.QueryParam("c")
 	if conv == "" && c.QueryParam("new") == "" {
 		var err error
 		if conv, err = h.Assistant.LatestConversationOf(ctx, p); err != nil {
-			return views.AssistantChatModel{}, err
+			return views.AssistantChatModel{}, 0, err
 		}
 	}
 	m := views.AssistantChatModel{ConversationID: conv}
+	var seen int64
 	if conv != "" {
-		ms, err := h.Assistant.HistoryOf(ctx, p, conv, historyShown)
+		ms, turn, err := h.Assistant.ShownOf(ctx, p, conv, historyShown)
 		if err != nil {
-			return m, err
+			return m, 0, err
 		}
+		seen = turn
 		for i, msg := range ms {
 			v := messageView(msg)
 			if i > 0 && v.Person {
@@ -90,7 +78,7 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, error
 			m.Messages[i].Spent = true
 		}
 	}
-	return m, nil
+	return m, seen, nil
 }
 
 // choiceLabel is what a person's message reads as in the conversation: the label of

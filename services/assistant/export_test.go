@@ -22,3 +22,6 @@ func OnConnectWait(s *Service, f func(serverID string)) { s.connectWaited = f }
 
 // OnStoredRead runs f for each tool whose stored settings a secret check reads.
 func OnStoredRead(s *Service, f func(toolID string)) { s.storedRead = f }
+
+// OnShownRead runs f between ShownOf's read of a conversation's turn and its messages.
+func OnShownRead(s *Service, f func()) { s.shownRead = f }

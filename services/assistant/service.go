@@ -71,6 +71,8 @@ type Service struct {
 	configRead func(toolID string)
 	// storedRead, in tests, counts the tools whose stored settings a secret check reads.
 	storedRead func(toolID string)
+	// shownRead, in tests, runs between ShownOf's read of the turn and of the messages.
+	shownRead func()
 	// connectWaited, in tests, runs each time discovery finds a server not connected yet
 	// (before it looks whether the server is still enabled).
 	connectWaited func(serverID string)
@@ -334,7 +336,8 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 		}
 		// Parameters that hold secrets by their schema are checked here, for every tool the
 		// words may mean; the settings stored encrypted, which take a query per tool, only
-		// for the op decided below (at most MaxChoices tools to choose from).
+		// for the op decided below (at most MaxChoices tools to choose from, MaxTargets to
+		// change).
 		if secretSettings(u, cat) {
 			return secret(u.Intent, u.Tools, u.Settings)
 		}
@@ -369,6 +372,17 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 			d.Reply += " (I read your message with the help of the language model.)"
 		}
+		var capped *Op
+		if op := changeOf(d); op != nil && len(op.IDs) > MaxTargets {
+			// Each target is its own update and audit entry, done while the turn holds the
+			// conversation's lock and a connection: "make all of them high risk" after a
+			// list of 10,000 is refused, not run 10,000 times in one turn (nor its stored
+			// settings read 10,000 times below). Unread, any value it sets may be one a
+			// tool stores encrypted: none is kept.
+			said = maskValues(said, op.Settings)
+			d.Reply, d.Choices = tooMany(op, cat), nil
+			d.Do, d.State.Pending, capped = nil, nil, op
+		}
 		// The op to do (or to ask about) is checked again: its tools may come from the
 		// last list ("configure the first one with pin=4921") or the model, not the
 		// words the check above read.
@@ -379,7 +393,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			// Stored settings are read only for who may configure tools: run refuses anyone
 			// else before anything is read (a guest's "configure all …" read every tool).
 			mayConfigure := p.Can(auth.PermToolConfigure)
-			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) ||
+			if op.Intent == IntentConfigureTool && (secretParams(op.Settings, op.IDs, cat) || secretValues(op.Settings) ||
 				mayConfigure && (heldMasked(op.Settings) || s.storedSecret(ctx, op.Intent, op.IDs, op.Settings))) {
 				return secret(op.Intent, op.IDs, op.Settings)
 			}
@@ -401,6 +415,8 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			// continue: no pending change, no guided set-up.
 			var change Intent
 			switch {
+			case capped != nil:
+				change = capped.Intent
 			case d.Do != nil && !readOnly(d.Do.Intent):
 				change = d.Do.Intent
 			case d.State.Pending != nil && !readOnly(d.State.Pending.Intent):
@@ -436,12 +452,47 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			out.Question = st.Question
 		}
 		out.Turn = st.Question
+		if len(out.Actions) > maxActions {
+			// The reply is stored with the conversation and shown again on each load.
+			out.Actions = out.Actions[:maxActions:maxActions]
+		}
 		return save(said, out)
 	})
 	if err != nil {
 		return Reply{}, err
 	}
 	return out, nil
+}
+
+// MaxTargets bounds the tools or servers one message changes, as the pages' bulk actions
+// are bounded (tools.MaxLimit); maxActions bounds the actions a reply keeps (MaxTargets
+// and the error that stopped them).
+const (
+	MaxTargets = tools.MaxLimit
+	maxActions = MaxTargets + 1
+)
+
+// changeOf is the change a decision does or asks a yes to (nil: none).
+func changeOf(d Decision) *Op {
+	switch {
+	case d.Do != nil && !readOnly(d.Do.Intent):
+		return d.Do
+	case d.State.Pending != nil && !readOnly(d.State.Pending.Intent):
+		return d.State.Pending
+	}
+	return nil
+}
+
+// tooMany says that op names more targets than one message changes, and how to name fewer.
+func tooMany(op *Op, cat *Catalogue) string {
+	what, page, narrow := "tools", "Tools", ""
+	if _, isTool := cat.tool(op.IDs[0]); !isTool {
+		what, page = "servers", "Servers"
+	} else if sv := serverOf(cat, op.IDs[0]); sv != "" {
+		narrow = fmt.Sprintf(", for example one server's (\"… all tools on %s\")", sv)
+	}
+	return fmt.Sprintf("That would change %d %s, and I change at most %d in one message, so nothing was changed. "+
+		"Name fewer at a time%s, or use the %s page.", len(op.IDs), what, MaxTargets, narrow, page)
 }
 
 // refuse audits an act the assistant would not do for the principal.
@@ -454,15 +505,40 @@ func (s *Service) refuse(ctx context.Context, actor audit.Actor, said string, in
 	}
 }
 
-// secretWordRE finds the words of a message that may be values: key=value pairs and
-// single words.
-var secretWordRE = regexp.MustCompile(`([A-Za-z_][\w.-]*)\s*=\s*("[^"]*"|'[^']*'|\S+)|\S+`)
+// secretWordRE finds the words of a message that may be values: key=value pairs, quoted
+// strings (read whole, as Understand reads a quoted value), an Authorization scheme with
+// the word after it ("Bearer abc…", a credential only together) and single words.
+var secretWordRE = regexp.MustCompile(`([A-Za-z_][\w.-]*)\s*=\s*("[^"]*"|'[^']*'|` + schemePair + `|\S+)|"[^"]*"|'[^']*'|` + schemePair + `|\S+`)
+
+// schemePair is an Authorization scheme secrets.LooksSecretValue knows and the word after it.
+const schemePair = `(?i:bearer|token|basic)\s+\S+`
+
+var schemePairRE = regexp.MustCompile(`^` + schemePair + `$`)
 
 // redact masks what looks like a secret in msg: the value of a key=value pair whose key
-// names a secret (api_key=…), and any word that looks like a credential. masked reports
-// whether anything was.
+// names a secret (api_key=…), a quoted string, a scheme and its credential or any word
+// that looks like a credential. masked reports whether anything was.
 func redact(msg string) (string, bool) {
 	masked := false
+	// word masks one word that looks like a credential.
+	word := func(w string) string {
+		if secrets.LooksSecretValue(strings.Trim(w, `"'.,;:!?()`)) {
+			masked = true
+			return "***"
+		}
+		return w
+	}
+	// pair masks a scheme and its credential, or else either word that looks like one
+	// alone ("token ghp_…" is one; "token limit" is not, and neither word is).
+	pair := func(w string) string {
+		if secrets.LooksSecretValue(strings.TrimRight(w, `"'.,;:!?()`)) {
+			masked = true
+			return strings.Fields(w)[0] + " ***"
+		}
+		space := func(r rune) bool { return strings.ContainsRune(" \t\n\f\r", r) } // as the pattern's \s
+		i, j := strings.IndexFunc(w, space), strings.LastIndexFunc(w, space)+1
+		return word(w[:i]) + w[i:j] + word(w[j:])
+	}
 	out := secretWordRE.ReplaceAllStringFunc(msg, func(w string) string {
 		if m := secretWordRE.FindStringSubmatch(w); m[1] != "" {
 			v := strings.Trim(m[2], `"'`)
@@ -470,21 +546,51 @@ func redact(msg string) (string, bool) {
 				masked = true
 				return m[1] + "=***"
 			}
+			if schemePairRE.MatchString(m[2]) {
+				return w[:len(w)-len(m[2])] + pair(m[2])
+			}
 			return w
 		}
-		if secrets.LooksSecretValue(strings.Trim(w, `"'.,;:!?()`)) {
-			masked = true
-			return "***"
+		if q := w[0]; len(w) >= 2 && (q == '"' || q == '\'') && w[len(w)-1] == q {
+			// "Bearer abc…" is a credential only whole: split into words, no word of it
+			// looks like one. A quoted string that is not one may still hold one
+			// ("'api_key=… for x'"), so its words are looked at too (its inside has no
+			// such quote: at most two levels).
+			inner := w[1 : len(w)-1]
+			if secrets.LooksSecretValue(inner) {
+				masked = true
+				return string(q) + "***" + string(q)
+			}
+			r, m := redact(inner)
+			masked = masked || m
+			return string(q) + r + string(q)
 		}
-		return w
+		if schemePairRE.MatchString(w) {
+			return pair(w)
+		}
+		return word(w)
 	})
 	return out, masked
 }
 
 // secretSettings reports whether a configure_tool message sets a parameter that holds
-// secrets (by its name or its schema's format) on any tool it may mean.
+// secrets (by its name or its schema's format) on any tool it may mean, or a value the
+// tools store keeps encrypted whatever its parameter (secretValues).
 func secretSettings(u Understanding, cat *Catalogue) bool {
-	return u.Intent == IntentConfigureTool && secretParams(u.Settings, u.Tools, cat)
+	return u.Intent == IntentConfigureTool && (secretParams(u.Settings, u.Tools, cat) || secretValues(u.Settings))
+}
+
+// secretValues reports whether any value of settings is one saving would store encrypted
+// (secrets.HoldsSecret of the value read as text, or as JSON as a parameter that is not a
+// string reads it): "set prefix to "Bearer …"" names a harmless parameter, and the value
+// is what is secret.
+func secretValues(settings map[string]string) bool {
+	for _, v := range settings {
+		if secrets.LooksSecretValue(v) || secrets.LooksSecretValue(strings.Trim(v, `"'`)) || tools.TypedSecret(v, "json") {
+			return true
+		}
+	}
+	return false
 }
 
 // secretParams reports whether settings set a parameter that holds secrets on any of the
@@ -1014,7 +1120,9 @@ func (s *Service) configure(ctx context.Context, actor audit.Actor, op *Op, cat 
 		}
 		cur, version := tg.Configuration(), tg.ConfigVersion
 		in := map[string]tools.ParamInput{}
-		for name, set := range cur.Params {
+		// Only the parameters the tool still has are sent back: a setting of one its
+		// definition dropped would be refused, and with it every change from here.
+		for name, set := range cur.Declared(tg.InputSchema).Params {
 			in[name] = tools.ParamInput{Mode: set.Mode, Value: set.Value}
 		}
 		for name, v := range op.Settings {
@@ -1311,42 +1419,77 @@ func (s *Service) refresh(ctx context.Context, actor audit.Actor, cat *Catalogue
 }
 
 func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, out *Reply) error {
-	var what string
 	switch op.Intent {
 	case IntentTag, IntentUntag:
 		if _, err := s.tools.Tag(ctx, actor, op.IDs, op.Tags, op.Intent == IntentUntag); err != nil {
 			return err
 		}
-		what = "tagged " + labels(cat, op.IDs) + " with " + strings.Join(op.Tags, ", ")
+		what := "tagged " + labels(cat, op.IDs) + " with " + strings.Join(op.Tags, ", ")
 		if op.Intent == IntentUntag {
 			what = "removed the tags " + strings.Join(op.Tags, ", ") + " from " + labels(cat, op.IDs)
 		}
-	default:
 		for _, id := range op.IDs {
-			patch := tools.Patch{Reason: "asked the assistant: " + clip(op.Sentence, 200), MayLowerRisk: p.Can(auth.PermToolOverride)}
-			if op.Intent == IntentSetRisk {
-				r := strings.ToLower(op.Risk)
-				patch.Risk = &r
-			} else {
-				c := op.Category
-				patch.Category = &c
-			}
-			if _, err := s.tools.Update(ctx, actor, id, patch); err != nil {
-				return err
-			}
+			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
+				Href: "/tools/" + id, OK: true})
 		}
-		what = "made " + labels(cat, op.IDs) + " " + strings.ToLower(op.Risk) + " risk"
-		if op.Intent == IntentSetCategory {
-			what = "put " + labels(cat, op.IDs) + " in the " + op.Category + " category"
-		}
+		out.Reply = "✅ I've " + what + "."
+		return nil
 	}
+	// Each tool is updated (and audited) in its own transaction: one refused does not
+	// undo those done before it, so each is recorded as it goes and the reply says which
+	// changed and which did not.
+	var done []string
+	var failed []string
+	var firstErr error
+	same := true // every failure for the same reason (a category that does not exist)
 	for _, id := range op.IDs {
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
-			Href: "/tools/" + id, OK: true})
+		patch := tools.Patch{Reason: "asked the assistant: " + clip(op.Sentence, 200), MayLowerRisk: p.Can(auth.PermToolOverride)}
+		if op.Intent == IntentSetRisk {
+			r := strings.ToLower(op.Risk)
+			patch.Risk = &r
+		} else {
+			c := op.Category
+			patch.Category = &c
+		}
+		a := Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id, OK: true}
+		if _, err := s.tools.Update(ctx, actor, id, patch); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			same = same && err.Error() == firstErr.Error()
+			a.OK, a.Error = false, err.Error()
+			failed = append(failed, label(cat, id)+": "+strings.TrimSuffix(strings.TrimPrefix(failure(op, err), "❌ That didn't work: "), "."))
+		} else {
+			done = append(done, id)
+		}
+		out.Actions = append(out.Actions, a)
 	}
-	out.Reply = "✅ I've " + what + "."
+	what := func(ids []string) string {
+		if op.Intent == IntentSetCategory {
+			return "put " + labels(cat, ids) + " in the " + op.Category + " category"
+		}
+		return "made " + labels(cat, ids) + " " + strings.ToLower(op.Risk) + " risk"
+	}
+	switch {
+	case len(failed) == 0:
+		out.Reply = "✅ I've " + what(done) + "."
+	case len(done) == 0 && same:
+		out.Reply = failure(op, firstErr)
+	default:
+		out.Reply = ""
+		if len(done) > 0 {
+			out.Reply = "✅ I've " + what(done) + ". "
+		}
+		if len(failed) > maxFailuresSaid {
+			failed = append(failed[:maxFailuresSaid:maxFailuresSaid], fmt.Sprintf("and %d more (see the actions)", len(failed)-maxFailuresSaid))
+		}
+		out.Reply += "❌ Not changed: " + strings.Join(failed, "; ") + "."
+	}
 	return nil
 }
+
+// maxFailuresSaid bounds the failures a reply spells out; each is among the actions.
+const maxFailuresSaid = 8
 
 func (s *Service) permission(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	can := op.Intent == IntentGrant

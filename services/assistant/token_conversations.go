@@ -41,3 +41,24 @@ func (s *Service) HistoryOf(ctx context.Context, p *auth.Principal, convID strin
 func (s *Service) TurnOf(ctx context.Context, p *auth.Principal, convID string) (int64, error) {
 	return s.Turn(ctx, p.User.ID, storedID(p, convID))
 }
+
+// ShownOf is what a window showing the caller's conversation convID shows: its last
+// limit messages, and the turn the window sends back as seen. The turn is read first: a
+// turn another window commits in between is then among the messages but not the turn,
+// and a yes typed here is refused as answering what this window may not show (safe);
+// read the other way round, the turn would be newer than the messages shown, and a yes
+// would answer a question this window never showed.
+func (s *Service) ShownOf(ctx context.Context, p *auth.Principal, convID string, limit int) ([]Message, int64, error) {
+	turn, err := s.TurnOf(ctx, p, convID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if s.shownRead != nil {
+		s.shownRead()
+	}
+	ms, err := s.HistoryOf(ctx, p, convID, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	return ms, turn, nil
+}
