@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -311,15 +312,14 @@ func ensureSecretKey(path string) (created bool, err error) {
 	if _, err := rand.Read(key); err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
+	// Whole or not at all, and durable before anything is sealed with it: an empty file
+	// left by a crash or a full disk would fail every later start, and a name lost in a
+	// power cut would lose the key of values the database kept. Exclusive still: a key
+	// made meanwhile by another process is never replaced.
+	if err := atomicfile.WriteNew(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n")); err != nil {
 		return false, fmt.Errorf("create secret key file: %w", err)
 	}
-	defer f.Close()
-	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(key) + "\n"); err != nil {
-		return true, fmt.Errorf("write secret key file: %w", err)
-	}
-	return true, f.Sync()
+	return true, nil
 }
 
 // exitNoPostgres is pg-template's exit code when no PostgreSQL is installed.

@@ -14,9 +14,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -96,39 +98,12 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer release()
 	}
-	// A key file that lacks a key the database uses (another replica rotated, and its
-	// file was not copied here) would re-encrypt and seal under keys the others lack.
 	if sub == "rotate" {
-		held, err := secrets.LoadKeyring(path)
-		if err != nil {
-			return err
-		}
-		if err := keyFileFits(ctx, d.Pool, held, path, lost); err != nil {
-			return fmt.Errorf("%w; nothing was changed. If those keys are lost for good (serve started with --lost-keys), name them in --lost-keys (TOOLWARDEN_LOST_KEYS) to leave what they sealed as it is", err)
-		}
-	}
-	var added secrets.Key
-	if sub == "rotate" && !reencryptOnly {
-		k, err := secrets.AddKeyToFile(path)
-		if err != nil {
-			return err
-		}
-		added = k
-		fmt.Fprintf(stderr, "added key %s to %s; it encrypts from now on\n", k.ID, path)
+		return rotateSecrets(ctx, d.Pool, path, reencryptOnly, lost, stdout, stderr)
 	}
 	keys, err := secrets.LoadKeyring(path)
 	if err != nil {
 		return err
-	}
-	if added.ID != "" && keys.PrimaryID() != added.ID {
-		return fmt.Errorf("the key file %s changed while key %s was added (its first key is %s): nothing was re-encrypted; run 'toolwarden secrets status', then rotate again", path, added.ID, keys.PrimaryID())
-	}
-	if sub == "rotate" {
-		// Before anything is sealed with it: the key that encrypts from now on is one
-		// the database records (keyFileFits).
-		if err := recordKeys(ctx, d.Pool, keys, path, lost, ""); err != nil {
-			return err
-		}
 	}
 	reg := registry.New(d.Pool, keys, nil)
 	ts := tools.New(d.Pool, keys, nil)
@@ -141,42 +116,6 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	keyOf := sealKeyOf(rings)
 	if sub == "status" {
 		return secretsStatus(ctx, stdout, d.Pool, keys, keyOf, rings, reg, ts)
-	}
-	if sub == "rotate" {
-		// Values under a lost key cannot be opened: they are left, and counted.
-		nServers, leftServers, err := reg.RotateSecretsKeeping(ctx, lost)
-		nTools, leftTools, nSeals := 0, 0, 0
-		if err == nil {
-			nTools, leftTools, err = ts.RotateSecretsKeeping(ctx, lost)
-		}
-		// A seal verifies while its key is in the file: sealed again with the new key,
-		// the old one can be retired without failed executions' rollbacks being refused
-		// as altered.
-		if err == nil {
-			nSeals, err = executions.Reseal(ctx, d.Pool, keys, keyOf)
-		}
-		// Recorded however it ended: a key added and values re-encrypted before a
-		// failure are changes too.
-		payload := map[string]any{"key": keys.PrimaryID(), "new_key": added.ID != "", "server_values": nServers, "tool_values": nTools,
-			"execution_seals": nSeals, "keys": keys.IDs(), "left_under_lost_keys": leftServers + leftTools}
-		entry := audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key",
-			TargetID: keys.PrimaryID(), TargetName: keys.PrimaryID(), Payload: payload}
-		if err != nil {
-			entry.Result, payload["error"] = audit.ResultFailure, err.Error()
-		}
-		if aerr := audit.AppendAlone(context.WithoutCancel(ctx), d.Pool, entry); err == nil && aerr != nil {
-			return aerr
-		}
-		if err != nil {
-			return fmt.Errorf("%w\nwhat was re-encrypted stays so; run 'toolwarden secrets rotate --reencrypt-only' to finish", err)
-		}
-		fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s, and sealed the approvals of %d executions again\n",
-			nServers, nTools, keys.PrimaryID(), nSeals)
-		if n := leftServers + leftTools; n > 0 {
-			fmt.Fprintf(stdout, "left %d values under lost keys (%s) as they are: %d server values and %d tool configuration values, past versions included\n",
-				n, strings.Join(lost, ", "), leftServers, leftTools)
-		}
-		return nil
 	}
 	// retire-key
 	if err := waitKeyFileTakenUp(ctx, path, stdout); err != nil {
@@ -236,6 +175,121 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			"before (that seal does not cover who asked), and their seals now match no key, so they are refused as altered or sealed with a retired key\n", earlier)
 	}
 	return nil
+}
+
+// rotateSecrets runs `secrets rotate`: a new primary key in the key file (none with
+// reencryptOnly), then every stored value and execution seal under the primary key. It
+// is audited before the key file changes (secrets.rotate.started, naming the key that
+// will encrypt) and again however it ends (secrets.rotate, success or failure), so a
+// key added by a rotation that failed or was killed part way is on record.
+func rotateSecrets(ctx context.Context, pool *pgxpool.Pool, path string, reencryptOnly bool, lost []string, stdout, stderr io.Writer) error {
+	// A key file that lacks a key the database uses (another replica rotated, and its
+	// file was not copied here) would re-encrypt and seal under keys the others lack.
+	held, err := secrets.LoadKeyring(path)
+	if err != nil {
+		return err
+	}
+	if err := keyFileFits(ctx, pool, held, path, lost); err != nil {
+		return fmt.Errorf("%w; nothing was changed. If those keys are lost for good (serve started with --lost-keys), name them in --lost-keys (TOOLWARDEN_LOST_KEYS) to leave what they sealed as it is", err)
+	}
+	var added secrets.Key
+	primary := held.PrimaryID()
+	if !reencryptOnly {
+		// Made here, not by the write of the file, so the entry below can name it.
+		for added.ID == "" || slices.Contains(held.IDs(), added.ID) {
+			if added, err = secrets.GenerateKey(); err != nil {
+				return err
+			}
+		}
+		primary = added.ID
+	}
+	var started audit.Record
+	if err := db.WithTx(ctx, pool, func(tx pgx.Tx) error {
+		started, err = audit.Append(ctx, tx, audit.Entry{Actor: cliActor(), Action: "secrets.rotate.started", TargetType: "secret_key",
+			TargetID: primary, TargetName: primary, Payload: map[string]any{"key": primary, "new_key": !reencryptOnly, "keys": held.IDs()}})
+		return err
+	}); err != nil {
+		return fmt.Errorf("record the rotation's start in the audit log: %w; nothing was changed", err)
+	}
+	var r rotated
+	err = rotateKeys(ctx, pool, path, added, lost, stderr, &r)
+	// Recorded however it ended: a key added and values re-encrypted before a failure
+	// are changes too.
+	payload := map[string]any{"key": primary, "new_key": !reencryptOnly, "started_entry": started.ID, "server_values": r.servers, "tool_values": r.tools,
+		"execution_seals": r.seals, "keys": r.keys, "left_under_lost_keys": r.left()}
+	entry := audit.Entry{Actor: cliActor(), Action: "secrets.rotate", TargetType: "secret_key", TargetID: primary, TargetName: primary, Payload: payload}
+	if err != nil {
+		entry.Result, payload["error"] = audit.ResultFailure, err.Error()
+	}
+	if aerr := audit.AppendAlone(context.WithoutCancel(ctx), pool, entry); err == nil && aerr != nil {
+		return aerr
+	}
+	if err != nil {
+		if r.reencrypting {
+			return fmt.Errorf("%w\nwhat was re-encrypted stays so; run 'toolwarden secrets rotate --reencrypt-only' to finish", err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "re-encrypted %d server values and %d tool configuration values with key %s, and sealed the approvals of %d executions again\n",
+		r.servers, r.tools, primary, r.seals)
+	if n := r.left(); n > 0 {
+		fmt.Fprintf(stdout, "left %d values under lost keys (%s) as they are: %d server values and %d tool configuration values, past versions included\n",
+			n, strings.Join(lost, ", "), r.leftServers, r.leftTools)
+	}
+	return nil
+}
+
+// rotated is what a rotation did, as far as it got.
+type rotated struct {
+	keys                   []string // the key file's, once read after the new key
+	reencrypting           bool     // it got to re-encrypting
+	servers, tools, seals  int
+	leftServers, leftTools int
+}
+
+func (r *rotated) left() int { return r.leftServers + r.leftTools }
+
+// rotateKeys is rotateSecrets' work after its start is recorded: add the key (unless
+// added is zero), record it, re-encrypt and seal again, noting in r what it did.
+func rotateKeys(ctx context.Context, pool *pgxpool.Pool, path string, added secrets.Key, lost []string, stderr io.Writer, r *rotated) error {
+	if added.ID != "" {
+		if err := secrets.PrependKeyToFile(path, added); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "added key %s to %s; it encrypts from now on\n", added.ID, path)
+	}
+	keys, err := secrets.LoadKeyring(path)
+	if err != nil {
+		return err
+	}
+	r.keys = keys.IDs()
+	if added.ID != "" && keys.PrimaryID() != added.ID {
+		return fmt.Errorf("the key file %s changed while key %s was added (its first key is %s): nothing was re-encrypted; run 'toolwarden secrets status', then rotate again", path, added.ID, keys.PrimaryID())
+	}
+	// Before anything is sealed with it: the key that encrypts from now on is one the
+	// database records (keyFileFits).
+	if err := recordKeys(ctx, pool, keys, path, lost, ""); err != nil {
+		return err
+	}
+	// Execution approvals are sealed with a MAC, which names no key: each key of the
+	// file is tried, each alone.
+	rings, err := fileKeyrings(path)
+	if err != nil {
+		return err
+	}
+	r.reencrypting = true
+	// Values under a lost key cannot be opened: they are left, and counted.
+	if r.servers, r.leftServers, err = registry.New(pool, keys, nil).RotateSecretsKeeping(ctx, lost); err != nil {
+		return err
+	}
+	if r.tools, r.leftTools, err = tools.New(pool, keys, nil).RotateSecretsKeeping(ctx, lost); err != nil {
+		return err
+	}
+	// A seal verifies while its key is in the file: sealed again with the new key, the
+	// old one can be retired without failed executions' rollbacks being refused as
+	// altered.
+	r.seals, err = executions.Reseal(ctx, pool, keys, sealKeyOf(rings))
+	return err
 }
 
 // secretsStatus lists the keys of the key file with what each still seals: stored

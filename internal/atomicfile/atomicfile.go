@@ -4,6 +4,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -54,6 +56,82 @@ func Write(path string, data []byte) (err error) {
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
+	return syncDir(dir)
+}
+
+// WriteNew creates path holding data, mode 0600, and fails with an error wrapping
+// fs.ErrExist when path exists already, as O_CREATE|O_EXCL would; but the name appears
+// with the whole content behind it, and both are synced before it returns. Created in
+// place, a key file that a crash or a full disk cut between its creation and its write
+// stays empty at its name, and every later start fails on it; and a name not synced may
+// be lost in a power cut after values sealed with the key were committed.
+func WriteNew(path string, data []byte) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	defer os.Remove(name)
+	if err = writeSynced(tmp, data); err != nil {
+		return err
+	}
+	// link, unlike rename, refuses an existing name: the exclusive create's meaning.
+	if err = link(name, path); err != nil {
+		if errors.Is(err, fs.ErrExist) || !noHardLinks(err) {
+			return err
+		}
+		if err = writeNewInPlace(path, data); err != nil {
+			return err
+		}
+	}
+	// Removed before the directory is synced, so one sync makes both the new name and
+	// the temporary one's removal durable: a copy of a key left under another name would
+	// outlive its retirement from the file. The file is made either way: no error for it.
+	_ = os.Remove(name)
+	return syncDir(dir)
+}
+
+// link is os.Link; a variable for tests (a file system without hard links).
+var link = os.Link
+
+// noHardLinks reports whether err is a file system's refusal of hard links altogether
+// (FAT, some network and FUSE file systems), not a refusal of this one.
+func noHardLinks(err error) bool {
+	return errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOTSUP) || errors.Is(err, syscall.EOPNOTSUPP) || errors.Is(err, syscall.ENOSYS)
+}
+
+// writeNewInPlace is WriteNew where hard links cannot be made: the file is created in
+// place, and removed again if its write fails, so only a crash can leave it short.
+func writeNewInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := writeSynced(f, data); err != nil {
+		os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+// writeSynced writes data to f, mode 0600 whatever the umask, syncs and closes it.
+func writeSynced(f *os.File, data []byte) error {
+	err := f.Chmod(0o600)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir makes the names created, renamed or removed in dir durable.
+func syncDir(dir string) error {
 	// Windows cannot open a directory for syncing, and its rename is durable enough.
 	if runtime.GOOS == "windows" {
 		return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/db"
 )
 
@@ -191,23 +192,15 @@ func createSigner(keyPath string) (*Signer, error) {
 	if err := os.MkdirAll(filepath.Dir(keyPath), 0o700); err != nil {
 		return nil, fmt.Errorf("audit: checkpoint key: %w", err)
 	}
-	f, err := os.OpenFile(keyPath, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	// Whole or not at all, and durable before a checkpoint is signed with it: a key file
+	// left empty by a crash or a full disk (and no .pub) would be refused as not PEM at
+	// every later start.
+	err = atomicfile.WriteNew(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 	if errors.Is(err, fs.ErrExist) {
 		return OpenSigner(keyPath) // another process made it first
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: create checkpoint key: %w", err)
-	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return nil, fmt.Errorf("audit: write checkpoint key: %w", err)
 	}
 	if err := writePublicKey(PublicKeyPath(keyPath), pub); err != nil {
 		return nil, err

@@ -212,19 +212,31 @@ func (kr *ring) IDs() []string { return append([]string(nil), kr.ids...) }
 // one that group or others may access, because whoever reads it can decrypt
 // every stored secret.
 func LoadKeyring(path string) (*Keyring, error) {
+	// The stamp is taken before the read, as reloadLocked does: a file renamed over it in
+	// between (a rotation's new key) then differs from the stamp and is read at the next
+	// look. Taken after, it would be the new file's, and the keys of the old one held
+	// until the file changed again.
+	st := stampOf(path)
 	keys, _, err := readKeyFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if afterLoadRead != nil {
+		afterLoadRead()
 	}
 	kr, err := NewKeyring(keys...)
 	if err != nil {
 		return nil, err
 	}
 	kr.path = path
-	kr.stamp.Store(stampOf(path))
+	kr.stamp.Store(st)
 	kr.checked.Store(time.Now().UnixNano())
 	return kr, nil
 }
+
+// afterLoadRead, when set (by tests), runs in LoadKeyring between the read of the key
+// file and the keyring's making: where a rotation's write may fall.
+var afterLoadRead func()
 
 // readKeyFile returns the parsed keys and the raw contents of the key file at path.
 func readKeyFile(path string) ([]Key, []byte, error) {
@@ -324,32 +336,50 @@ func ParseKeyFile(name string, data []byte) ([]Key, error) {
 // the same file may lose one of the new keys, so callers serialize them
 // (`toolwarden secrets` locks <file>.lock and the database first).
 func AddKeyToFile(path string) (Key, error) {
-	real, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return Key{}, fmt.Errorf("secrets: key file: %w", err)
-	}
-	old, data, err := readKeyFile(real)
-	if err != nil {
-		return Key{}, err
-	}
-	var k Key
 	for {
-		if k, err = GenerateKey(); err != nil {
+		k, err := GenerateKey()
+		if err != nil {
 			return Key{}, err
 		}
 		// A clash with an id already in the file (possible only with hand-picked
 		// ids) would make the file unloadable, so draw again.
-		if !hasKeyID(old, k.ID) {
-			break
+		if err := PrependKeyToFile(path, k); !errors.Is(err, errKeyIDTaken) {
+			if err != nil {
+				return Key{}, err
+			}
+			return k, nil
 		}
+	}
+}
+
+// errKeyIDTaken is PrependKeyToFile's refusal of a key whose id the file holds already.
+var errKeyIDTaken = errors.New("key id taken")
+
+// PrependKeyToFile is AddKeyToFile with the key k the caller made (GenerateKey), so it
+// can record the key's id before the file changes. A key whose id the file holds
+// already is refused, and the file left as it is.
+func PrependKeyToFile(path string, k Key) error {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return fmt.Errorf("secrets: key file: %w", err)
+	}
+	old, data, err := readKeyFile(real)
+	if err != nil {
+		return err
+	}
+	if !validKeyID(k.ID) || len(k.Bytes) != KeySize {
+		return fmt.Errorf("secrets: add key %q: not a key of %d bytes with an id of 1 to %d characters a-z, 0-9", k.ID, KeySize, maxKeyIDLen)
+	}
+	if hasKeyID(old, k.ID) {
+		return fmt.Errorf("secrets: key file %s holds a key %q already: %w", path, k.ID, errKeyIDTaken)
 	}
 	var buf bytes.Buffer
 	buf.WriteString(k.ID + ":" + base64.StdEncoding.EncodeToString(k.Bytes) + "\n")
 	buf.Write(data)
 	if err := atomicfile.Write(real, buf.Bytes()); err != nil {
-		return Key{}, fmt.Errorf("secrets: write key file %s: %w", path, err)
+		return fmt.Errorf("secrets: write key file %s: %w", path, err)
 	}
-	return k, nil
+	return nil
 }
 
 func hasKeyID(keys []Key, id string) bool {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/secrets"
+)
+
+// A first run's secret key file is made whole or not at all: a write that fails part
+// way (the disk full: here a file size limit of 0 in a child process) leaves no empty
+// key file that every later start would refuse ("holds no keys"), so the next start
+// makes the key. A key file that is there is never replaced.
+func TestSecretKeyCreatedWhole(t *testing.T) {
+	if p := os.Getenv("TOOLWARDEN_TEST_KEY_DISK_FULL"); p != "" {
+		diskFull(t)
+		if _, err := ensureSecretKey(p); err == nil {
+			t.Fatal("a key file written beyond the file size limit")
+		}
+		return
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "secret.key")
+	runDiskFull(t, "TestSecretKeyCreatedWhole", "TOOLWARDEN_TEST_KEY_DISK_FULL="+path)
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Fatalf("a failed first write left %v", es[0].Name())
+	}
+	if created, err := ensureSecretKey(path); err != nil || !created {
+		t.Fatalf("the next start: created %v, %v", created, err)
+	}
+	if _, err := secrets.LoadKeyring(path); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	if created, err := ensureSecretKey(path); err != nil || created {
+		t.Fatalf("beside a key file: created %v, %v", created, err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("the key file was replaced")
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("files beside the key: %d, want none", len(es)-1)
+	}
+}
+
+// diskFull makes every write to a regular file by this process fail (EFBIG), as on a
+// full disk. Only for a child process of its own (runDiskFull): it holds for the whole
+// process.
+func diskFull(t *testing.T) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	lim.Cur = 0
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(syscall.SIGXFSZ) // the write fails instead of the process being killed
+}
+
+// runDiskFull runs test (this test binary's) in a child process with env set.
+func runDiskFull(t *testing.T, test string, env ...string) {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the file size limit that stands for a full disk is Linux's")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
+		t.Fatalf("the child process: %v\n%s", err, out)
+	}
+}
