@@ -42,6 +42,9 @@ func (h SessionHandler) Login(c echo.Context) error {
 	if old, err := c.Cookie(SessionCookieName(c, h.SecureCookies)); err == nil {
 		req.OldSession = old.Value
 	}
+	if dev, err := c.Cookie(deviceCookieName(c, h.SecureCookies)); err == nil {
+		req.Device = dev.Value
+	}
 	sess, err := h.Auth.Login(c.Request().Context(), req)
 	throttled, isThrottled := auth.ThrottleOf(err)
 	switch {
@@ -55,7 +58,33 @@ func (h SessionHandler) Login(c echo.Context) error {
 		return err
 	}
 	setSessionCookie(c, sess, h.SecureCookies)
+	setDeviceCookie(c, sess, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// DeviceCookie names the device cookie (auth's devices.go): proof that this browser
+// signed in to the account before, which lets it sign in while guesses from many
+// addresses have the account throttled. Signing out keeps it.
+const DeviceCookie = "tw_device"
+
+// deviceCookieName is DeviceCookie with the __Host- prefix whenever the cookie is
+// Secure, as the session cookie's (SessionCookieName).
+func deviceCookieName(c echo.Context, always bool) string {
+	if secureCookie(c, always) {
+		return "__Host-" + DeviceCookie
+	}
+	return DeviceCookie
+}
+
+// setDeviceCookie gives the browser the sign-in's device cookie, renewed for
+// auth.DeviceTTL, with the session cookie's flags.
+func setDeviceCookie(c echo.Context, sess auth.Session, secure bool) {
+	if sess.Device == "" {
+		return
+	}
+	c.SetCookie(&http.Cookie{Name: deviceCookieName(c, secure), Value: sess.Device, Path: "/", HttpOnly: true,
+		Secure: secureCookie(c, secure), SameSite: http.SameSiteLaxMode, Expires: time.Now().Add(auth.DeviceTTL),
+		MaxAge: int(auth.DeviceTTL / time.Second)})
 }
 
 // Logout ends the session.
@@ -91,6 +120,12 @@ func safeNext(next string) string {
 // busy: admission) and when to try again, and sets Retry-After.
 func throttledSentence(c echo.Context, th auth.Throttle, failed, busy string) string {
 	c.Response().Header().Set("Retry-After", RetryAfter(th.RetryAfter))
+	if th.Scope == auth.ScopeAccount {
+		// Only browsers that signed in before get through: say so, and until when.
+		return "Too many failed sign-ins for this account, from many addresses. Sign in from a browser you have signed in with " +
+			"before, or try again in " + th.RetryAfter.Round(time.Second).String() + " (at " +
+			time.Now().Add(th.RetryAfter).UTC().Format("15:04 UTC") + ")."
+	}
 	why := failed
 	if th.Busy {
 		why = busy

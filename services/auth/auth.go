@@ -42,7 +42,7 @@ var (
 type Throttle struct {
 	RetryAfterSeconds int           `json:"retry_after_seconds"`
 	RetryAfter        time.Duration `json:"-"`
-	Scope             string        `json:"-"` // "account from this address", "address", or "server"
+	Scope             string        `json:"-"` // "account from this address", "address", ScopeAccount, or "server"
 	// Busy: refused before any check because too many sign-ins were under way at once
 	// (from the address, or on the server), not for failures.
 	Busy bool `json:"-"`
@@ -52,6 +52,20 @@ type Throttle struct {
 func Throttled(wait time.Duration, scope string) *fault.Error {
 	return fault.RateLimited(fmt.Sprintf("too many failed sign-ins for this %s; try again in %s", scope, wait.Round(time.Second)), wait).
 		WithDetails(Throttle{RetryAfterSeconds: int(wait.Seconds()), RetryAfter: wait, Scope: scope})
+}
+
+// ScopeAccount is the scope of a sign-in refused because the account has too many
+// failed sign-ins from all addresses together (Options.MaxAccountFailuresAnywhere): a
+// browser that signed in to it before (its device cookie) is not refused for it.
+const ScopeAccount = "account"
+
+// AccountThrottled is the fault of a sign-in refused for wait because of the account's
+// failed sign-ins from all addresses; it says what still works.
+func AccountThrottled(wait time.Duration) *fault.Error {
+	at := time.Now().Add(wait).UTC().Format("15:04 UTC")
+	return fault.RateLimited(fmt.Sprintf("too many failed sign-ins for this account from many addresses: sign in from a browser that "+
+		"has signed in to it before, or try again in %s (at %s)", wait.Round(time.Second), at), wait).
+		WithDetails(Throttle{RetryAfterSeconds: int(wait.Seconds()), RetryAfter: wait, Scope: ScopeAccount})
 }
 
 // ThrottleOf returns the throttle of a sign-in or password change refused by Throttled
@@ -76,10 +90,16 @@ type Options struct {
 	// Throttling: MaxAccountFailures failed sign-ins for one username from one address,
 	// or MaxIPFailures from one address for any usernames, within ThrottleWindow refuse
 	// further attempts from that address until the oldest of them leaves the window.
-	// Other addresses are not slowed, so nobody can lock an account's owner out.
+	// Other addresses are not slowed by these, so nobody can lock an account's owner out.
 	MaxAccountFailures int           // default 5
 	MaxIPFailures      int           // default 20
 	ThrottleWindow     time.Duration // default 15m
+	// MaxAccountFailuresAnywhere failed sign-ins for one username from all addresses
+	// together within ThrottleWindow refuse, without checking the password, every
+	// further sign-in to it that does not come with a device cookie of that account (a
+	// browser that signed in to it before), until the window has fewer: guesses spread
+	// over many addresses stop, and the owner's browsers still sign in. Default 30.
+	MaxAccountFailuresAnywhere int
 	// TokenDefaultTTL is the lifetime of an API token whose creator names none
 	// (--token-default-ttl, DefaultTokenTTL); 0: such tokens do not expire.
 	TokenDefaultTTL time.Duration
@@ -120,6 +140,9 @@ func New(pool *pgxpool.Pool, opts *Options) *Service {
 	}
 	if o.MaxIPFailures <= 0 {
 		o.MaxIPFailures = 20
+	}
+	if o.MaxAccountFailuresAnywhere <= 0 {
+		o.MaxAccountFailuresAnywhere = 30
 	}
 	if o.ThrottleWindow <= 0 {
 		o.ThrottleWindow = 15 * time.Minute

@@ -34,6 +34,10 @@ type LoginRequest struct {
 	// OldSession is the session cookie the browser still sent, if any: it is ended, so
 	// every sign-in gets a fresh session id (no session fixation).
 	OldSession string
+	// Device is the device cookie the browser sent, if any (devices.go): one of this
+	// account's lets it sign in while the account is throttled for failures from all
+	// addresses, and is renewed by the sign-in.
+	Device string
 }
 
 // Session is a new session; Token goes into the cookie and is never stored.
@@ -41,13 +45,18 @@ type Session struct {
 	Token     string
 	User      User
 	ExpiresAt time.Time
+	// Device is the device cookie to give the browser (until DeviceTTL from now), set
+	// by Login only: the one it sent when that is this user's, else a new one.
+	Device string
 }
 
 // SessionEvent is the payload of every event on SessionsTopic (events.Session).
 type SessionEvent = events.Session
 
 // Login checks a username and password and starts a session. Failures are recorded for
-// throttling and audited; after too many, it returns a Throttled fault without checking.
+// throttling and audited; after too many, it returns a Throttled fault without checking:
+// from this address for the account or for all accounts, or, unless the request brings
+// one of the account's device cookies, for the account from all addresses.
 //
 // Attempts wait in memory, not on a pool connection, to be admitted: at most 8 sign-in
 // transactions run at once in the process, one at a time per address; an address with
@@ -78,7 +87,15 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			username, from); err != nil {
 			return err
 		}
-		if terr, err := s.throttled(ctx, tx, username, from); err != nil {
+		terr, err := s.throttled(ctx, tx, username, from)
+		if err == nil && terr == nil {
+			var device []byte
+			if req.Device != "" {
+				device = hashToken(req.Device)
+			}
+			terr, err = s.throttledAnywhere(ctx, tx, username, device)
+		}
+		if err != nil {
 			return err
 		} else if terr != nil {
 			// Refused without checking the password. Not audited: the failure that
@@ -118,6 +135,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			loginErr = ErrInvalidCredentials
 			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, from); err != nil {
 				return err
+			}
+			if found {
+				if err := s.noteThrottledAnywhere(ctx, tx, u); err != nil {
+					return err
+				}
 			}
 			name := username
 			if !found {
@@ -178,6 +200,10 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1 AND ip = $2`, username, from); err != nil {
 			return err
 		}
+		device, err := keepDevice(ctx, tx, u, req.Device)
+		if err != nil {
+			return err
+		}
 		token, hash2 := randomToken(sessionTokenPrefix)
 		expires := time.Now().Add(s.opts.SessionTTL)
 		if _, err := tx.Exec(ctx, `/* auth.Login.session */
@@ -196,7 +222,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		if _, err := events.SessionStarted.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username}); err != nil {
 			return err
 		}
-		sess = Session{Token: token, User: u, ExpiresAt: expires}
+		sess = Session{Token: token, User: u, ExpiresAt: expires, Device: device}
 		return nil
 	})
 	if err != nil {
@@ -255,8 +281,9 @@ func throttleKey(ip string) string {
 
 // throttled returns a Throttled fault when this address has too many recent failures
 // for this account, or for all accounts together. Failures from other addresses do not
-// count: an attacker slows down their own address, never the account's owner signing
-// in from theirs (issue #17, finding 7).
+// count here: an attacker slows down their own address, never the account's owner
+// signing in from theirs (issue #17, finding 7). Those of all addresses together are
+// throttledAnywhere's, which the owner's browsers pass with their device cookies.
 func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*fault.Error, error) {
 	var pairN, ipN int
 	var pairOldest, ipOldest *time.Time
@@ -382,12 +409,19 @@ func (s *Service) ActiveUsers(ctx context.Context) ([]ActiveUser, error) {
 	return out, nil
 }
 
-// Prune deletes ended sessions and failures older than the throttle window.
+// Prune deletes ended sessions, failures older than the throttle window (and the marks
+// of accounts throttled before it), and device cookies unused for DeviceTTL.
 func (s *Service) Prune(ctx context.Context) error {
 	_, err := s.pool.Exec(ctx, `/* auth.Prune */
 		DELETE FROM sessions WHERE expires_at <= now() OR last_seen_at <= now() - $1::interval`, s.opts.IdleTimeout)
 	if err == nil {
 		_, err = s.pool.Exec(ctx, `/* auth.Prune.failures */ DELETE FROM login_failures WHERE at <= now() - $1::interval`, s.opts.ThrottleWindow)
+	}
+	if err == nil {
+		_, err = s.pool.Exec(ctx, `/* auth.Prune.throttles */ DELETE FROM login_account_throttles WHERE since <= now() - $1::interval`, s.opts.ThrottleWindow)
+	}
+	if err == nil {
+		_, err = s.pool.Exec(ctx, `/* auth.Prune.devices */ DELETE FROM login_devices WHERE last_used_at <= now() - $1::interval`, DeviceTTL)
 	}
 	if err != nil {
 		return fmt.Errorf("auth: prune: %w", err)

@@ -326,6 +326,9 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 		if err := endUserSessions(ctx, tx, u, "password reset"); err != nil {
 			return err
 		}
+		if err := endDevices(ctx, tx, u); err != nil {
+			return err
+		}
 		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "generated": generated != ""}})
 		return err
@@ -415,7 +418,10 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 			return verr.New("current_password", "is required")
 		}
 		// Guessing the current password through a stolen session is guessing a password:
-		// it counts as a failed sign-in, and is throttled like one.
+		// it counts as a failed sign-in, and is throttled like one from its address. The
+		// limit of failures from all addresses (throttledAnywhere) is not applied: a live
+		// session is proof of a sign-in as a device cookie is, and an owner under attack
+		// must still be able to change their password.
 		from := throttleKey(actor.IP)
 		if terr, err := s.throttled(ctx, tx, u.Username, from); err != nil {
 			return err
@@ -430,6 +436,9 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		if !ok {
 			refused = verr.New("current_password", "is not your current password")
 			if _, err := tx.Exec(ctx, `/* auth.ChangePassword.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, u.Username, from); err != nil {
+				return err
+			}
+			if err := s.noteThrottledAnywhere(ctx, tx, u); err != nil {
 				return err
 			}
 			_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
@@ -447,6 +456,11 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 			return err
 		}
 		if _, err := tx.Exec(ctx, `/* auth.ChangePassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, u.ID, hash); err != nil {
+			return err
+		}
+		// The device cookies were proof of a sign-in with the old password: they end.
+		// This browser is given a new one at its next sign-in.
+		if err := endDevices(ctx, tx, u); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `/* auth.ChangePassword.sessions */ DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2`, u.ID, p.SessionID)
