@@ -39,6 +39,7 @@ func (h AccountHandler) ChangePassword(c echo.Context) error {
 		return err
 	}
 	setSessionCookie(c, sess, h.SecureCookies)
+	setDeviceCookie(c, sess, h.SecureCookies)
 	return c.Redirect(http.StatusSeeOther, "/account/password?changed=1")
 }
 
@@ -67,5 +68,6 @@ func (h AccountHandler) APIChangePassword(c echo.Context) error {
 		return err
 	}
 	setSessionCookie(c, sess, h.SecureCookies)
+	setDeviceCookie(c, sess, h.SecureCookies)
 	return c.JSON(http.StatusOK, map[string]any{"changed": true})
 }

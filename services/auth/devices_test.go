@@ -177,20 +177,28 @@ func TestPasswordChangeEndsDeviceCookies(t *testing.T) {
 		t.Fatalf("device cookie rows holding the token: %d, want 0", n)
 	}
 	s := f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "192.0.2.1", Device: home.Device})
-	if _, err := f.svc.ChangePassword(f.ctx, f.mustAuth(s.Token, alice).Actor("192.0.2.1", ""), f.mustAuth(s.Token, alice), testPassword, newPassword); err != nil {
+	changed, err := f.svc.ChangePassword(f.ctx, f.mustAuth(s.Token, alice).Actor("192.0.2.1", ""), f.mustAuth(s.Token, alice), testPassword, newPassword)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n := f.count(`SELECT count(*) FROM login_devices WHERE user_id = $1`, alice.ID); n != 0 {
-		t.Fatalf("alice's device cookies after a password change: %d, want 0", n)
+	// The browser that changed it gets a new one; the others' ended.
+	if changed.Device == "" || changed.Device == home.Device {
+		t.Fatalf("device cookie given by the password change: %q, want a new one", changed.Device)
 	}
-	// Under attack, the old cookie no longer gets through.
+	if n := f.count(`SELECT count(*) FROM login_devices WHERE user_id = $1 AND token_hash <> $2`, alice.ID, sha(changed.Device)); n != 0 {
+		t.Fatalf("alice's other device cookies after a password change: %d, want 0", n)
+	}
+	// Under attack, the old cookie no longer gets through; the new one does.
 	for i := range 2 {
 		if err := f.guessFrom("alice", i); !errors.Is(err, auth.ErrInvalidCredentials) {
 			t.Fatalf("guess %d: got %v", i+1, err)
 		}
 	}
-	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: newPassword, IP: "192.0.2.1", Device: home.Device})
+	_, err = f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: newPassword, IP: "192.0.2.1", Device: home.Device})
 	throttled(t, err, auth.ScopeAccount)
+	if _, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: newPassword, IP: "192.0.2.1", Device: changed.Device}); err != nil {
+		t.Fatalf("sign-in with the device cookie the password change gave, under attack: %v", err)
+	}
 
 	// A reset by an admin ends them too.
 	f.exec(`DELETE FROM login_failures`)

@@ -459,8 +459,13 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 			return err
 		}
 		// The device cookies were proof of a sign-in with the old password: they end.
-		// This browser is given a new one at its next sign-in.
+		// This browser, which just gave the current one, gets a new one: during an
+		// attack on the account, its next sign-in still gets through.
 		if err := endDevices(ctx, tx, u); err != nil {
+			return err
+		}
+		device, err := keepDevice(ctx, tx, u, "")
+		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, `/* auth.ChangePassword.sessions */ DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2`, u.ID, p.SessionID)
@@ -491,7 +496,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 			return err
 		}
 		u.PasswordHash = hash
-		sess = Session{Token: token, User: u, ExpiresAt: expires}
+		sess = Session{Token: token, User: u, ExpiresAt: expires, Device: device}
 		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_change", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
 			Payload: map[string]any{"username": u.Username, "other_sessions_ended": tag.RowsAffected()}})
 		return err
