@@ -203,7 +203,8 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	}
 	ping := time.NewTicker(wsPingEvery)
 	defer ping.Stop()
-	recheck := time.NewTicker(h.recheckEvery())
+	// Checked every recheckEvery, and when the session or token ends by itself.
+	recheck := time.NewTimer(time.Until(recheckAt(time.Now(), h.recheckEvery(), p)))
 	defer recheck.Stop()
 	lastCols, lastRows := cols, rows
 	flush := func() bool {
@@ -247,9 +248,11 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 				return
 			}
 		case <-recheck.C:
+			gate.due() // keys wait for it, as for a check an event made due
 			if !gate.check(still) {
 				return
 			}
+			recheck.Reset(time.Until(recheckAt(time.Now(), h.recheckEvery(), p)))
 		case <-about:
 			if !gate.check(still) {
 				return

@@ -688,7 +688,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		armSample()
 	}
 	// Pings and session checks share one timer.
-	nextPing, nextRecheck := time.Now().Add(wsPingEvery), time.Now().Add(h.recheckEvery())
+	nextPing, nextRecheck := time.Now().Add(wsPingEvery), recheckAt(time.Now(), h.recheckEvery(), p)
 	chores := time.NewTimer(time.Hour)
 	defer chores.Stop()
 	armChores := func() {
@@ -728,15 +728,33 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				}
 			}
 			if !now.Before(nextRecheck) {
-				nextRecheck = now.Add(h.recheckEvery())
 				var ok bool
 				if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
 					return
 				}
+				nextRecheck = recheckAt(time.Now(), h.recheckEvery(), p)
 			}
 			armChores()
 		}
 	}
+}
+
+// recheckAt is when a socket of p's next checks its session: every after now, or just
+// after the session or token ends by itself (which publishes nothing; a terminal would
+// take keys for up to every more), whichever is sooner. A check that found it valid
+// past its end (the database's clock behind this host's) looks again shortly after.
+func recheckAt(now time.Time, every time.Duration, p *auth.Principal) time.Time {
+	next := now.Add(every)
+	if exp := p.ExpiresAt(); !exp.IsZero() {
+		at := exp.Add(time.Second)
+		if !at.After(now) {
+			at = now.Add(5 * time.Second)
+		}
+		if at.Before(next) {
+			next = at
+		}
+	}
+	return next
 }
 
 // subscribe is a socket's subscription to the bus: the sampled topics held, the rest

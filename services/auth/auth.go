@@ -169,6 +169,21 @@ type Principal struct {
 	TokenExpiresAt *time.Time
 	// TokenWarnFrom is when its owner starts being warned of that end (WarnFrom).
 	TokenWarnFrom *time.Time
+	// SessionExpiresAt is the session's absolute end (nil for a token).
+	SessionExpiresAt *time.Time
+}
+
+// ExpiresAt is when the principal's session or token ends by itself (zero: never).
+// Nothing is published then: what stays open on it (a websocket) looks again at that time.
+func (p *Principal) ExpiresAt() time.Time {
+	switch {
+	case p == nil:
+	case p.TokenExpiresAt != nil:
+		return *p.TokenExpiresAt
+	case p.SessionExpiresAt != nil:
+		return *p.SessionExpiresAt
+	}
+	return time.Time{}
 }
 
 // Can reports whether the principal's role grants p; an API token is never granted

@@ -318,7 +318,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	h := hashToken(token)
 	rows, err := s.pool.Query(ctx, `/* auth.Authenticate */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
-		       u.created_at, u.updated_at, s.last_seen_at
+		       u.created_at, u.updated_at, s.last_seen_at, s.expires_at
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
 		h, s.opts.IdleTimeout)
@@ -328,6 +328,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	type row struct {
 		User
 		LastSeenAt time.Time `db:"last_seen_at"`
+		ExpiresAt  time.Time `db:"expires_at"`
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -343,7 +344,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 			s.log.Warn("auth: touch session", "err", err)
 		}
 	}
-	return &Principal{User: r.User, Kind: audit.ActorUser, SessionID: h}, nil
+	return &Principal{User: r.User, Kind: audit.ActorUser, SessionID: h, SessionExpiresAt: &r.ExpiresAt}, nil
 }
 
 // Logout ends the principal's session.
