@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -481,11 +482,14 @@ func (h AuditHandler) APIExport(c echo.Context) error {
 	if format != audit.FormatCSV && format != audit.FormatJSONL {
 		ve.Add("format", "must be csv or jsonl")
 	}
-	for _, k := range []string{"cursor", "limit", "after"} {
-		if qp.Has(k) {
-			ve.Add(k, "is not a filter of an export: it holds every entry that matches")
-		}
+	if qp.Has("after") {
+		ve.Add("after", "is not a filter of an export: it holds every entry that matches")
 	}
+	// The list's query string (its limit and cursor too) may be reused as it is (DESIGN
+	// §1: "<same filters>"): the export is the whole filtered set, so they are ignored.
+	qp = maps.Clone(qp)
+	qp.Del("limit")
+	qp.Del("cursor")
 	f, err := audit.ParseFilter(qp)
 	if err != nil {
 		return err

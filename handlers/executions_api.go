@@ -239,10 +239,11 @@ func queryFrom(c echo.Context) (executions.Query, error) {
 	return q, nil
 }
 
-// apiPage is a page of executions.
+// apiPage is a page of executions. NextCursor is "" on the last page, never left out,
+// as the tools' and the audit log's lists send it (DESIGN §1).
 type apiPage struct {
 	Items      []apiExecution `json:"items"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	NextCursor string         `json:"next_cursor"`
 }
 
 func (h ExecutionsHandler) list(c echo.Context, q executions.Query) error {

@@ -24,7 +24,7 @@ type apiError struct {
 type apiErrorBody struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
-	Details any    `json:"details,omitempty"`
+	Details any    `json:"details"` // null when there is nothing structured; always sent (DESIGN §1)
 }
 
 // classify maps an error to a status, a stable code, a message for people, and details

@@ -464,11 +464,25 @@ func (s *Service) Reject(ctx context.Context, c Caller, id, reason string) (*Exe
 		return nil, err
 	}
 	reason = strings.TrimSpace(reason)
+	var bad error
 	switch {
 	case reason == "":
-		return nil, verr.New("reason", "say why the plan is rejected")
+		bad = verr.New("reason", "say why the plan is rejected")
 	case len([]rune(reason)) > MaxReason:
-		return nil, verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
+		bad = verr.New("reason", fmt.Sprintf("keep it under %d characters", MaxReason))
+	}
+	if bad != nil {
+		// The state first (DESIGN §1: reject → 200 | 409): one already decided is a
+		// conflict whatever the reason; the reason is refused only on one still waiting.
+		// Nothing changes here, so a state read outside the transition is enough.
+		ex, err := s.get(ctx, s.pool, id)
+		if err != nil {
+			return nil, err
+		}
+		if ex.Status != AwaitingApproval {
+			return nil, conflict(id, ex.Status, "rejected")
+		}
+		return nil, bad
 	}
 	return s.decide(ctx, c, id, change{from: []Status{AwaitingApproval}, to: Cancelled, want: "rejected",
 		set:    map[string]any{"reason": reason, "finished_at": s.opts.Now(), "decision": "rejected", "decided_by": c.Actor.Name},

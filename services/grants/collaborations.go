@@ -61,7 +61,7 @@ type Collaboration struct {
 	ExecutionID        string `json:"execution_id,omitempty"`
 	Source             string `json:"source,omitempty"`
 	Prompt             string `json:"prompt"`
-	AuthorizeOperation string `json:"authorize_operation,omitempty"`
+	AuthorizeOperation string `json:"authorize_operation"` // "" when none; always sent (DESIGN §1)
 	Target             string `json:"target,omitempty"`
 	GrantOneTime       bool   `json:"grant_one_time,omitempty"`
 	GrantTTLSeconds    int    `json:"grant_ttl_seconds"`

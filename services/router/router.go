@@ -373,12 +373,13 @@ type Pin struct {
 type Progress = events.Progress
 
 // Result is a completed call. A tool's error result is a Result with IsError.
+// structured_content is null when the tool sent none, never left out (DESIGN §1).
 type Result struct {
 	CallID            string          `json:"call_id"`
 	ToolID            string          `json:"tool_id"`
 	Tool              string          `json:"tool"`
 	Content           []Content       `json:"content"`
-	StructuredContent json.RawMessage `json:"structured_content,omitempty"`
+	StructuredContent json.RawMessage `json:"structured_content"`
 	IsError           bool            `json:"is_error"`
 	DurationMS        float64         `json:"duration_ms"`
 	Attempts          int             `json:"attempts"`
