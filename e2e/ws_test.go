@@ -448,7 +448,12 @@ func TestWebsocketPeriodicCheckFailures(t *testing.T) {
 	srv := webtest.Start(t, &webtest.Options{SessionRecheck: 200 * time.Millisecond})
 	ctx := context.Background()
 	h := sessionHeader(t, srv, "admin", webtest.AdminPassword, srv.URL)
-	conn := subscribe(t, srv, h, []string{"tools"}, maxEventID(t, srv))
+	start := maxEventID(t, srv)
+	conn := subscribe(t, srv, h, []string{"tools", "sessions"}, start)
+	// The socket is live (its first check, which a database error fails at once, is
+	// done) once a sign-in's event arrives.
+	srv.Login(t, "admin", webtest.AdminPassword)
+	readCursors(t, conn, len(eventIDs(t, srv, start, "sessions")))
 	const failed = `"ws: re-check the session` // the quote: not the terminal socket's message
 	if n := strings.Count(srv.Logs.String(), failed); n != 0 {
 		t.Fatalf("%d failed checks logged before the database stopped answering", n)

@@ -10,12 +10,23 @@
     var btn = document.querySelector("[data-theme-toggle]");
     if (btn) btn.setAttribute("aria-label", "Theme: " + (t || "system"));
   }
+  // Site storage may be blocked (the browser set not to let sites save data): reading
+  // or writing it then throws, which must not stop the page's script. The theme then
+  // still toggles, for this page only.
+  function stored(key) {
+    try { return localStorage.getItem(key); } catch (err) { return null; }
+  }
+  function store(key, value) {
+    try {
+      if (value) localStorage.setItem(key, value); else localStorage.removeItem(key);
+    } catch (err) { /* storage unavailable: nothing is kept */ }
+  }
   document.addEventListener("click", function (e) {
     var btn = e.target.closest("[data-theme-toggle]");
     if (!btn) return;
-    var cur = localStorage.getItem("tw-theme") || "";
+    var cur = document.documentElement.dataset.theme || "";
     var next = cur === "" ? "light" : cur === "light" ? "dark" : "";
-    if (next) localStorage.setItem("tw-theme", next); else localStorage.removeItem("tw-theme");
+    store("tw-theme", next);
     applyTheme(next);
   });
 
@@ -153,11 +164,18 @@
   // Dialogs marked data-open-on-load (a secret shown once) open immediately. Such a
   // value is not lost to a stray Escape: the first one brings the dialog back with a
   // warning (browsers let a page stop an Escape only after an interaction, so it is
-  // reopened rather than kept); a second Escape, or Done, closes it.
+  // reopened rather than kept); a second Escape, or Done, closes it. The page renders
+  // it open but not modal (shown without script): it is made modal here, once.
   function openMarkedDialogs(root) {
     (root || document).querySelectorAll("dialog[data-open-on-load]").forEach(function (d) {
-      if (!d.open && d.showModal) d.showModal();
-      if (d.dataset.guarded) return;
+      if (d.dataset.guarded) {
+        if (!d.open && d.showModal) d.showModal();
+        return;
+      }
+      if (d.showModal) {
+        if (d.open) d.close();
+        d.showModal();
+      }
       d.dataset.guarded = "1";
       d.addEventListener("cancel", function () { d.dataset.escaped = "1"; });
       d.addEventListener("close", function () {
@@ -195,8 +213,15 @@
         showToast("info", "The page changed while you were deciding: that action is no longer offered here.");
         return;
       }
+      // The mark lets this one submit through, and no other: a submit that left the
+      // page as it was (stopped, failed, or a Back to the page kept in the browser's
+      // cache) must ask again next time. requestSubmit runs the submit handlers at once.
       target.dataset.confirmed = "yes";
-      target.requestSubmit ? target.requestSubmit() : target.submit();
+      try {
+        target.requestSubmit ? target.requestSubmit() : target.submit();
+      } finally {
+        delete target.dataset.confirmed;
+      }
     };
     d.showModal();
   });
@@ -367,7 +392,10 @@
 
   var leavingPage = false;
   window.addEventListener("beforeunload", function () { leavingPage = true; });
-  window.addEventListener("pageshow", function () { leavingPage = false; }); // back from the cache
+  window.addEventListener("pageshow", function () {
+    leavingPage = false; // back from the cache
+    document.querySelectorAll("form[data-confirmed]").forEach(function (f) { delete f.dataset.confirmed; });
+  });
   // htmx 2 swaps no 4xx/5xx answer and nothing on a network failure, so a failed
   // request did nothing on screen: a toast says so. Parts that deal with their own
   // failures (the live fallback's polls, a connection test's status, the audit banner)
@@ -437,9 +465,16 @@
   // A page that missed too many updates stays "stale" (until reloaded), whatever the
   // socket does next. A socket closed for good (gaveUp: a close the ws extension does
   // not retry) says "Offline", not "retrying".
+  // The badge is no live region: a socket retrying flips it between "Connecting…" and
+  // "Offline — retrying" every few seconds, for as long as the server is away. Only the
+  // end of live updates is said (#announce); a page out of date is said by its toast.
   function liveStatus(state, gaveUp) {
     var s = document.getElementById("live-status");
     if (!s || s.dataset.state === "stale") return;
+    if (state === "closed" && gaveUp && !s.dataset.gaveUp) {
+      s.dataset.gaveUp = "1";
+      announce("Live updates stopped: reload the page to see the latest.");
+    } else if (state === "open") delete s.dataset.gaveUp;
     s.dataset.state = state;
     var label = s.querySelector("[data-live-label]");
     if (label) {
@@ -509,6 +544,7 @@
   document.addEventListener("htmx:wsConnecting", function () { if (!live.resubscribing) liveStatus("connecting"); });
   document.addEventListener("htmx:wsOpen", function (e) {
     backoff.openedAt = Date.now();
+    selfRetries = 0;
     e.detail.event.target.__twOpened = true; // a close of it is not a refused handshake
     var topics = wantedTopics();
     var before = live.topics, reconnected = live.opened && !live.resubscribing;
@@ -535,7 +571,20 @@
     if (ev && ev.target === live.socket) live.socket = null;
     live.resubscribing = false;
     var code = ev ? ev.code : 0;
-    liveStatus("closed", retriedCloses.indexOf(code) < 0);
+    var retried = retriedCloses.indexOf(code) >= 0;
+    // A proxy or load balancer going away closes with 1001, and one may close with a
+    // plain 1000; the ws extension retries neither, so the page stayed offline until
+    // reloaded. The page retries them itself, with the usual wait. The server's own 1000
+    // (nothing the page asks for may be followed) would be refused again: not retried.
+    if (!retried && ev && e.detail.socketWrapper && document.body.contains(e.target) &&
+        (code === 1001 || (code === 1000 && ev.reason !== "nothing to subscribe to"))) {
+      retried = true;
+      var wrapper = e.detail.socketWrapper;
+      setTimeout(function () {
+        if (document.body.contains(e.target) && !live.socket) wrapper.reconnect();
+      }, htmx.config.wsReconnectDelay(selfRetries++));
+    }
+    liveStatus("closed", !retried);
     // 4401: the session ended (signed out elsewhere, or disabled): go to the login page,
     // which brings a person still signed in (a new session id, after a password change in
     // another tab) back here. Not while this page is being left: a form whose answer
@@ -549,6 +598,8 @@
   });
   // The close codes the ws extension reconnects after (htmx-ext-ws 2.0.4, onclose).
   var retriedCloses = [1006, 1011, 1012, 1013];
+  // The page's own retries (1001, 1000) in a row; an open socket starts the count again.
+  var selfRetries = 0;
   function signIn() {
     window.location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
   }
@@ -1061,11 +1112,13 @@
     });
   });
 
+  // The secret dialog first: its value is shown once, and nothing that fails after it
+  // may keep it shut.
   document.addEventListener("DOMContentLoaded", function () {
-    applyTheme(localStorage.getItem("tw-theme") || "");
+    openMarkedDialogs();
+    applyTheme(stored("tw-theme") || "");
     showForType();
     scheduleToasts();
-    openMarkedDialogs();
   });
 })();
 

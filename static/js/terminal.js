@@ -59,7 +59,8 @@
 	// A command's output comes from pipes, not a PTY, so its lines end in a bare "\n",
 	// which xterm.js takes as "down one row" without a return to the first column.
 	var convertEol = el.dataset.kind === "command";
-	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: readOnly, fontSize: 14, scrollback: 5000, convertEol: convertEol });
+	// No keys until the server's hello says this socket takes them (setLive).
+	var term = new Terminal({ cursorBlink: !readOnly, disableStdin: true, fontSize: 14, scrollback: 5000, convertEol: convertEol });
 	var fit = new FitAddon.FitAddon();
 	term.loadAddon(fit);
 	term.open(el);
@@ -77,6 +78,9 @@
 		}
 		if (ev.type === "keydown" && ["Shift", "Control", "Alt", "Meta"].indexOf(ev.key) < 0) {
 			escaped = ev.key === "Escape";
+			if (!live && !ev.metaKey) {
+				refused();
+			}
 		}
 		return true;
 	});
@@ -111,9 +115,44 @@
 	// could not reach the database) would otherwise be asked again twice a second.
 	var steady = 10000;
 	var done = false;
+	// Keys go only to a socket the server greeted (its hello). Without one (before it,
+	// while reconnecting) the terminal takes no keys, and a key pressed then is said to
+	// be lost, in the terminal itself. Keys are never kept for later: the rest of a
+	// command typed while disconnected would be missing when an Enter after the
+	// reconnect ran it ("rm -rf ~/" of "rm -rf ~/proj/build").
+	var live = false;
+	var saidRefused = false;
+	function setLive(on) {
+		live = on && !readOnly;
+		term.options.disableStdin = !live;
+		if (live) {
+			saidRefused = false;
+			keyed = false; // a key refused may have fired onKey without its onData
+		}
+	}
+	function refused() {
+		if (readOnly || done || saidRefused) {
+			return;
+		}
+		saidRefused = true;
+		// CAN ends an escape sequence the output left open, which would swallow the notice.
+		term.write("\x18\r\n[not connected: keys not sent]\r\n");
+	}
+	el.addEventListener("paste", function () {
+		if (!live) {
+			refused();
+		}
+	}, true);
 	function send(msg) {
-		if (!readOnly && ws && ws.readyState === WebSocket.OPEN) {
+		if (readOnly) {
+			return;
+		}
+		if (live && ws && ws.readyState === WebSocket.OPEN) {
 			ws.send(JSON.stringify(msg));
+		} else if (msg.type === "input") {
+			// The socket closing, before its close event: the same as disconnected.
+			setLive(false);
+			refused();
 		}
 	}
 	function sendSize() {
@@ -154,8 +193,6 @@
 		ws.onopen = function () {
 			opened = true;
 			openedAt = Date.now();
-			setStatus(readOnly ? "watching" : "connected");
-			sendSize();
 		};
 		ws.onmessage = function (ev) {
 			if (typeof ev.data !== "string") {
@@ -192,6 +229,9 @@
 					}
 					setStatus("watching");
 				}
+				setLive(true); // after a read-only hello, readOnly keeps it off
+				setStatus(readOnly ? "watching" : "connected");
+				sendSize();
 				if (next > 0 && m.at > next) {
 					// CAN ends an escape sequence (CSI, OSC, DCS) the output before the gap
 					// left open, which would swallow the notice.
@@ -218,6 +258,7 @@
 			}
 		};
 		ws.onclose = function (ev) {
+			setLive(false);
 			if (done || ev.code === 4401 || ev.code === 4404) {
 				if (!done) {
 					setStatus(ev.code === 4401 ? "signed out" : "gone");
@@ -239,15 +280,22 @@
 	// characters stay under it even when every one is escaped in JSON (\uXXXX).
 	// A key pressed fires onKey just before its onData; xterm.js's answers to queries
 	// come without one, so while the backlog is written only those are dropped.
+	// Every page that may type answers the program's queries (where is the cursor, what
+	// terminal is this), and the program reads each answer as typed: only the page in
+	// use answers, the one with the focus, or the owner's page shown on screen (which
+	// answers while nobody has one); another tab, or an administrator watching, does not.
 	var keyed = false;
+	function answers() {
+		return document.hasFocus() || (sizes && document.visibilityState === "visible");
+	}
 	term.onKey(function () {
 		keyed = true;
 	});
 	term.onData(function (d) {
 		var typed = keyed;
 		keyed = false;
-		if (replaying > 0 && !typed) {
-			return; // xterm.js answering the backlog's queries, not a person typing
+		if (!typed && (replaying > 0 || !answers())) {
+			return; // xterm.js answering the backlog's queries, or another page's to answer
 		}
 		for (var i = 0; i < d.length; ) {
 			var end = Math.min(i + 8000, d.length);
