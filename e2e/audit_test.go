@@ -34,6 +34,19 @@ func TestBrowserAuditor(t *testing.T) {
 	}
 	newToken("first")
 	newToken("second")
+	// Three tools to tag at once: a bulk action writes one entry per tool in one request.
+	srv.LiveServer(t, "notes", false)
+	var tagged []string
+	for _, name := range []string{"notes__echo", "notes__add", "notes__sleep"} {
+		tagged = append(tagged, srv.App.Settled(t, name).ID)
+	}
+	bulkTag := func(tag string) {
+		res := srv.PostForm(t, admin, "/tools/bulk", url.Values{"action": {"tag"}, "tags": {tag}, "id": tagged})
+		res.Body.Close()
+		if res.StatusCode >= 400 {
+			t.Fatalf("tag the tools %s: %d", tag, res.StatusCode)
+		}
+	}
 
 	b := newBrowser(t)
 	b.login(srv, "carol", pw)
@@ -67,7 +80,22 @@ func TestBrowserAuditor(t *testing.T) {
 	)
 	b.waitJS("three rows, the banner gone", `document.querySelectorAll("[data-testid=audit-row]").length === 3 && !document.querySelector("[data-testid=audit-new-button]")`)
 
-	// Open the newest entry, then every entry of its request.
+	// Open the newest entry of a bulk action, then every entry of its request: the three
+	// of that action, not the three of the same action on the same tools before it.
+	bulkTag("first-batch")
+	bulkTag("second-batch")
+	var request string
+	if err := srv.Pool.QueryRow(context.Background(), `SELECT request_id FROM audit_log WHERE action = 'tool.configure'
+		ORDER BY id DESC LIMIT 1`).Scan(&request); err != nil || request == "" {
+		t.Fatalf("the second bulk action's request id: %q, %v", request, err)
+	}
+	want := requestEntries(t, srv, request)
+	if len(want) != 3 {
+		t.Fatalf("the second bulk action wrote %d entries (%v) in its request, want one per tool", len(want), want)
+	}
+	b.do("list the tools' changes", chromedp.Navigate(srv.URL+"/audit?action=tool.configure"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=audit-table]`)))
+	b.waitJS("six rows, two requests", `document.querySelectorAll("[data-testid=audit-row]").length === 6`)
 	b.do("open the newest entry", chromedp.Click(chromedp.CSS(`[data-testid=audit-row] [data-testid=audit-entry-link]`)))
 	b.waitAfterNavigation("the entry's page", `document.querySelector("[data-testid=entry-hash]") !== null`)
 	if h := eval[string](b, `document.querySelector("[data-testid=entry-hash]").textContent`); len(h) != 64 {
@@ -78,8 +106,8 @@ func TestBrowserAuditor(t *testing.T) {
 	}
 	b.do("follow the request id", chromedp.Click(chromedp.CSS(`[data-testid=entry-request]`)))
 	b.waitAfterNavigation("the list is the request's", `location.search.includes("request_id=") && document.querySelector("#audit-request") !== null`)
-	if n := eval[int](b, `document.querySelectorAll("[data-testid=audit-row]").length`); n != 1 {
-		t.Fatalf("entries of the request: %d, want 1", n)
+	if got := eval[string](b, `[...document.querySelectorAll("[data-testid=audit-row]")].map(r => r.dataset.auditId).sort((x, y) => x - y).join(",")`); got != strings.Join(want, ",") {
+		t.Fatalf("entries listed for the request: %s, want its entries %s and nothing else", got, strings.Join(want, ","))
 	}
 
 	// Export what the filter selects, through the page's link (the browser's session).
@@ -120,6 +148,20 @@ func TestBrowserAuditor(t *testing.T) {
 			eval[string](b, `[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).slice(0, 8).map(e => e.tagName + "." + e.className + "#" + e.id + ":" + Math.round(e.getBoundingClientRect().right)).join(" ")`))
 	}
 	b.checkConsole()
+}
+
+// requestEntries are the ids of the audit entries written in request, in order.
+func requestEntries(t *testing.T, srv *webtest.Server, request string) []string {
+	t.Helper()
+	rows, err := srv.Pool.Query(context.Background(), `SELECT id::text FROM audit_log WHERE request_id = $1 ORDER BY id`, request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
 
 // waitAfterNavigation polls expr until it is true, across the navigation an action

@@ -431,7 +431,8 @@ func (lb *balancer) backends() int {
 
 // TestThreeReplicas runs three replicas on one database (issue #23): a page and a
 // websocket on one show what another did; an approval on one releases a plan another
-// was asked for and a third runs; a replica SIGKILLed in the middle of a step leaves the
+// was asked for and another than the approver runs; a replica SIGKILLed in the middle
+// of a step (held until it dies) leaves the
 // step interrupted and the plan failed, settled by a survivor within seconds; a call
 // held on /mcp of one replica is released by an approval on another; a tool disabled
 // through one replica sends list_changed to MCP clients of all three; and a stateless
@@ -439,17 +440,19 @@ func (lb *balancer) backends() int {
 // three start together on an empty database and migrate it together.
 func TestThreeReplicas(t *testing.T) {
 	up := mcptest.StartHTTP(t, &mcptest.Options{Name: "up"})
+	held := addHoldTool(t, up)
 	rs := startReplicas(t, 3)
 	a, b, c := rs.procs[0], rs.procs[1], rs.procs[2]
 	token := rs.token(t)
 
+	// The longest call timeout: a held step ends by the kill, not by the timeout.
 	code, body := a.request(t, token, http.MethodPost, "/api/v1/servers", map[string]any{"name": "up", "type": "streamable_http",
-		"url": up.URL(), "enabled": true})
+		"url": up.URL(), "enabled": true, "timeout_ms": 600_000})
 	if code != http.StatusCreated {
 		t.Fatalf("register: %d %s", code, body)
 	}
 	enableTool(t, a, token, "builtin__think")
-	for _, tool := range []string{"up__echo", "up__sleep"} {
+	for _, tool := range []string{"up__echo", "up__sleep", "up__hold"} {
 		enableTool(t, b, token, tool)
 		// MEDIUM: every plan and /mcp call of it waits for a person.
 		if code, body := c.request(t, token, http.MethodPatch, "/api/v1/tools/"+toolID(t, c, token, tool),
@@ -477,17 +480,41 @@ func TestThreeReplicas(t *testing.T) {
 	})
 
 	t.Run("an approval on another replica", func(t *testing.T) {
-		ex := createPlan(t, a, token, "up__echo", map[string]any{"message": "approved elsewhere"})
-		if code, body := admin.do(t, b, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}); code != http.StatusOK {
-			t.Fatalf("confirm on the second replica: %d %s", code, body)
+		// River gives a released plan to whichever replica fetches it first, its approver
+		// included, so plans are asked and approved on the replicas in turn until one runs
+		// on another replica than its approver's. An approval that released plans only on
+		// its own replica never gets there.
+		var ex, got execView
+		var asked, approver *serveProc
+		for i := range 12 {
+			asked, approver = rs.procs[(i+2)%3], rs.procs[(i+1)%3]
+			ex = createPlan(t, asked, token, "up__echo", map[string]any{"message": "approved elsewhere " + strconv.Itoa(i)})
+			if code, body := admin.do(t, approver, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}); code != http.StatusOK {
+				t.Fatalf("confirm on %s: %d %s", rs.name(t, approver), code, body)
+			}
+			got = waitExecution(t, asked, token, ex.ID, "success")
+			if got.Runner == "" {
+				_, raw := asked.request(t, token, http.MethodGet, "/api/v1/executions/"+ex.ID, nil)
+				t.Fatalf("the execution does not say which replica ran it: %s", raw)
+			}
+			if got.Runner != rs.name(t, approver) {
+				break
+			}
+			t.Logf("plan %d, approved on %s, ran there too", i, got.Runner)
 		}
-		got := waitExecution(t, c, token, ex.ID, "success")
-		if got.Runner == "" {
-			_, raw := c.request(t, token, http.MethodGet, "/api/v1/executions/"+ex.ID, nil)
-			t.Fatalf("the execution does not say which replica ran it: %s", raw)
+		if got.Runner == rs.name(t, approver) {
+			t.Fatalf("12 plans each ran on the replica that approved it (the last on %s): no approval released a plan on another replica", got.Runner)
 		}
-		if _, page := admin.do(t, c, http.MethodGet, "/executions/"+ex.ID, nil); !strings.Contains(string(page), `data-testid="execution-runner">on `+got.Runner+`<`) {
-			t.Fatalf("the execution's page on the third replica does not say it ran on %s", got.Runner)
+		t.Logf("asked on %s, approved on %s, ran on %s", rs.name(t, asked), rs.name(t, approver), got.Runner)
+		// The page of the replica that neither approved nor ran it says where it ran.
+		var third *serveProc
+		for _, p := range rs.procs {
+			if p != approver && rs.name(t, p) != got.Runner {
+				third = p
+			}
+		}
+		if _, page := admin.do(t, third, http.MethodGet, "/executions/"+ex.ID, nil); !strings.Contains(string(page), `data-testid="execution-runner">on `+got.Runner+`<`) {
+			t.Fatalf("the execution's page on %s does not say it ran on %s", rs.name(t, third), got.Runner)
 		}
 	})
 
@@ -546,9 +573,15 @@ func TestThreeReplicas(t *testing.T) {
 	})
 
 	t.Run("a replica killed mid-step", func(t *testing.T) {
-		ex := createPlan(t, a, token, "up__sleep", map[string]any{"ms": 8000})
+		// A step of hold goes on until its replica dies: the kill always lands mid-step.
+		ex := createPlan(t, a, token, "up__hold", map[string]any{})
 		if code, body := admin.do(t, a, http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{}); code != http.StatusOK {
 			t.Fatalf("confirm: %d %s", code, body)
+		}
+		select {
+		case <-held:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the step's call never reached the upstream")
 		}
 		var running execView
 		testkit.WaitFor(t, 30*time.Second, func() bool {
@@ -576,6 +609,9 @@ func TestThreeReplicas(t *testing.T) {
 		// The socket follows the run once it carries what came after its subscription.
 		marker := createPlan(t, survivor, token, "up__echo", map[string]any{"message": "subscribed"})
 		wsUntil(t, conn, "a plan asked after the survivor's socket subscribed", marker.ID)
+		if now := getExecution(t, survivor, token, ex.ID); now.Status != "executing" || now.Steps[0].Status != "running" {
+			t.Fatalf("before the kill: execution %s, step %s; want the step still running", now.Status, now.Steps[0].Status)
+		}
 		victim.kill(t, syscall.SIGKILL)
 		wsUntil(t, conn, "the survivor's socket giving up a run its dead replica held", `id="ws-refused"`)
 		// Within seconds, not after River's rescue (minutes): the survivors' sweep.
