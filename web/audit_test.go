@@ -314,27 +314,59 @@ func TestAuditSavedViewsAndVerify(t *testing.T) {
 	}
 }
 
-// Auditors never see a secret value: a server's secret header is not on the audit
-// pages, in the API's entries or in an export.
+// Auditors never see a secret value: neither a server's secret header nor a tool's
+// secret default (configured, then used by a call whose result echoes it) is on the
+// audit pages (the lists and every entry's detail), in the API's entries or in an
+// export; each of those answers 200, so an error page cannot pass for a clean one.
 func TestAuditShowsNoSecrets(t *testing.T) {
 	t.Parallel()
 	e := auditStart(t)
 	const canary = "canary-secret-value-7f3a9"
+	const toolCanary = "sk-auditTOOLcanary9q8w7e6r5t"
 	api := webtest.API{T: t, Srv: e.srv, C: e.admin}
 	api.JSON(http.MethodPost, "/api/v1/servers", map[string]any{"name": "sec", "type": "streamable_http", "url": "http://127.0.0.1:1/mcp",
 		"headers": map[string]string{"Authorization": "Bearer " + canary}, "enabled": false}, 201, nil)
-	var l auditList
-	e.api.JSON(http.MethodGet, "/api/v1/audit?action=servers", nil, 200, &l)
-	if len(l.Items) == 0 {
-		t.Fatal("no server entries")
+	// A tool whose default is the secret, and a call that uses (and echoes) it.
+	e.srv.LiveServer(t, "sectool", true, "echo")
+	toolID := e.srv.ToolID(t, "sectool__echo")
+	var tl struct {
+		Version int `json:"configuration_version"`
 	}
-	for _, path := range []string{"/audit", "/audit?action=servers", fmt.Sprintf("/audit/%d", l.Items[0].ID), "/api/v1/audit",
-		"/api/v1/audit/export?format=jsonl", "/api/v1/audit/export?format=csv", "/api/v1/audit?q=" + canary} {
+	api.JSON(http.MethodGet, "/api/v1/tools/"+toolID, nil, 200, &tl)
+	api.JSON(http.MethodPatch, "/api/v1/tools/"+toolID, map[string]any{"configuration": map[string]any{"defaults": map[string]any{"message": toolCanary}},
+		"configuration_version": tl.Version, "reason": "audit canary"}, 200, nil)
+	webtest.API{T: t, Srv: e.srv, Bearer: e.srv.Token(t, "admin")}.JSON(http.MethodPost, "/api/v1/tools/call",
+		map[string]any{"tool": "sectool__echo", "arguments": map[string]any{}}, 200, nil)
+
+	paths := []string{"/audit", "/audit?action=servers", "/audit?action=tools", "/audit?action=calls", "/api/v1/audit",
+		"/api/v1/audit/export?format=jsonl", "/api/v1/audit/export?format=csv", "/api/v1/audit?q=" + canary, "/api/v1/audit?q=" + toolCanary}
+	// Every entry about the server or the tool, on its page and in the API: the
+	// server's creation, the tool's configuration (its before and after) and the call.
+	seen := map[string]bool{}
+	for _, filter := range []string{"action=servers", "target_id=" + toolID} {
+		var l auditList
+		e.api.JSON(http.MethodGet, "/api/v1/audit?"+filter, nil, 200, &l)
+		for _, it := range l.Items {
+			seen[it.Action] = true
+			paths = append(paths, fmt.Sprintf("/audit/%d", it.ID), fmt.Sprintf("/api/v1/audit/%d", it.ID))
+		}
+	}
+	for _, a := range []string{"server.create", "tool.configure", "tool.call"} {
+		if !seen[a] {
+			t.Fatalf("no %s entry to look at (saw %v)", a, seen)
+		}
+	}
+	for _, path := range paths {
 		res := e.srv.Get(t, e.auditor, path)
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		if strings.Contains(string(b), canary) {
-			t.Errorf("%s shows the secret value", path)
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("GET %s as an auditor: %d, want 200: %.300s", path, res.StatusCode, b)
+		}
+		for _, c := range []string{canary, toolCanary} {
+			if strings.Contains(string(b), c) {
+				t.Errorf("%s shows the secret value %q", path, c)
+			}
 		}
 	}
 }
