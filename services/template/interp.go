@@ -585,14 +585,16 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 	if ip.remote {
 		// ssh destination command...: the command's items are joined and read by a shell.
 		// Under xargs, its input's words are added to that line (or with -I put in it).
-		// Named elsewhere in argv, its operands may be data (journalctl -u ssh -n 5).
-		if !full {
-			return
-		}
+		// Its options that run local code are checked wherever it is named (find -exec
+		// ssh -o …, docker exec … ssh): named elsewhere in argv, only its operands may be
+		// data (journalctl -u ssh -n 5).
 		for _, k := range libs {
 			if hasVar(k) {
 				cc.report(pos(k), "argv[%d] is the value of an option of %s that can make it run a local command or load code (-o ProxyCommand=…, -F a config file, -I a library), so it cannot have placeholders: write these options out, and %s", pos(k), name, ip.example)
 			}
+		}
+		if !full {
+			return
 		}
 		if cc.xargsWords(via) {
 			cc.report(-1, "stdin goes to xargs, which adds its words to the command line of %s, whose remote shell runs them as code, so it cannot have placeholders: run %s without xargs and give it a command that reads the value as data: %s", name, name, ip.example)
