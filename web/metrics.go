@@ -59,7 +59,7 @@ func (c *circuitCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(liveClients, fragments func() float64, rt *router.Router) *metrics {
+func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolwarden_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -75,7 +75,11 @@ func newMetrics(liveClients, fragments func() float64, rt *router.Router) *metri
 		Name: "toolwarden_websocket_fragments_rendered_total",
 		Help: "Event fragments rendered for websocket clients: one per event, however many clients follow it.",
 	}, fragments)
-	m.reg.MustRegister(m.requests, m.duration, m.wsConns, rendered,
+	checked := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "toolwarden_websocket_session_checks_total",
+		Help: "Checks of a websocket's session or token (a query each): periodic, at an event about its person, at its expiry.",
+	}, checks)
+	m.reg.MustRegister(m.requests, m.duration, m.wsConns, rendered, checked,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if rt != nil {
 		m.reg.MustRegister(newCircuitCollector(rt))

@@ -72,7 +72,8 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	if deps.LiveClients == nil {
 		deps.LiveClients = s.hub.count
 	}
-	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) }, func() float64 { return float64(s.hub.renders.Load()) }, deps.Router)
+	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) }, func() float64 { return float64(s.hub.renders.Load()) },
+		func() float64 { return float64(s.hub.rechecks.Load()) }, deps.Router)
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientIP(deps.TrustedProxies, log)

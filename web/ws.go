@@ -69,14 +69,6 @@ const (
 	wsBatchCache  = 64
 	// wsReadLimit bounds the subscription a page sends on /ws, as decompressed (readJSON).
 	wsReadLimit = 4096
-	// wsQueue is the events a socket's subscription queues for it (the bus's default is
-	// 256): a queue is allocated whole, 88 bytes an event, for as long as the socket is
-	// open, and thousands of idle dashboards held 22 KiB each. A socket whose queue fills
-	// closes with 1013 and its page resumes from its cursor, so a shorter one loses
-	// nothing; 64 holds every burst one commit publishes on a topic a page follows whole
-	// (at most two events, but for an import's one per server), and a few seconds of a
-	// busy executions list while a replay renders. The sampled topics do not queue.
-	wsQueue = 64
 	// wsPerPerson bounds one person's open sockets, /ws and terminals together
 	// (replayKey), unless Deps.SocketsPerPerson says otherwise: each holds goroutines,
 	// buffers and a session check every wsRecheckEvery. Many tabs and terminals stay
@@ -137,7 +129,7 @@ type hub struct {
 	flying map[string]*flight
 	// renders counts the fragments rendered (/metrics): about one per event.
 	renders atomic.Int64
-	// rechecks counts the checks of a socket's session (recheck): a query each.
+	// rechecks counts the checks of a socket's session (recheck): a query each (/metrics).
 	rechecks atomic.Int64
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
@@ -396,7 +388,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	if sessionsOnlyForCheck {
 		subscribed = append(slices.Clone(topics), auth.SessionsTopic)
 	}
-	s := h.subscribe(subscribed, sampled)
+	s := h.bus.SubscribeSampled(subscribed, sampled, wsSampleKeep)
 	defer s.Close()
 	// What the socket follows knows it is watched while the socket is open (a test
 	// run: the page that started it is still there).
@@ -755,12 +747,6 @@ func recheckAt(now time.Time, every time.Duration, p *auth.Principal) time.Time 
 		}
 	}
 	return next
-}
-
-// subscribe is a socket's subscription to the bus: the sampled topics held, the rest
-// queued, wsQueue events at most.
-func (h *hub) subscribe(subscribed, sampled []string) *events.Subscription {
-	return h.bus.SubscribeSampledQueue(subscribed, sampled, wsSampleKeep, wsQueue)
 }
 
 // holdFor adds n to what person's replays hold (replayByPerson) and returns their total.

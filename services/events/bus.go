@@ -179,14 +179,8 @@ type Subscription struct {
 }
 
 // Subscribe starts delivering events on the given topics (all topics when empty).
-func (b *Bus) Subscribe(topics ...string) *Subscription { return b.subscribe(topics, 0) }
-
-// subscribe is Subscribe with a queue of queue events (0 or less: the bus's Buffer).
-func (b *Bus) subscribe(topics []string, queue int) *Subscription {
-	if queue <= 0 {
-		queue = b.buffer
-	}
-	ch := make(chan Event, queue)
+func (b *Bus) Subscribe(topics ...string) *Subscription {
+	ch := make(chan Event, b.buffer)
 	s := &Subscription{C: ch, c: ch, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
 	b.addLocked(s)
@@ -201,15 +195,7 @@ func (b *Bus) subscribe(topics []string, queue int) *Subscription {
 // recorded) then wakes when it chooses, not once per event; what it skips it can read
 // with Since.
 func (b *Bus) SubscribeSampled(topics, sampled []string, keep int) *Subscription {
-	return b.SubscribeSampledQueue(topics, sampled, keep, 0)
-}
-
-// SubscribeSampledQueue is SubscribeSampled with a queue of queue events on C instead
-// of the bus's Buffer (0 or less: that). The websocket hub gives each of its thousands
-// of mostly idle sockets a shorter one: a queue is allocated whole (88 bytes an event),
-// and a socket that falls behind loses nothing, as it resumes from its cursor.
-func (b *Bus) SubscribeSampledQueue(topics, sampled []string, keep, queue int) *Subscription {
-	s := b.subscribe(topics, queue)
+	s := b.Subscribe(topics...)
 	b.mu.Lock()
 	s.sampled, s.keep = slices.Clone(sampled), max(keep, 1)
 	b.mu.Unlock()
