@@ -29,7 +29,7 @@ func (h AccountHandler) ChangePassword(c echo.Context) error {
 		// On the form, as sign-in says it: the person keeps the page they were on.
 		return render(c, http.StatusTooManyRequests, views.AccountPassword(views.AccountPasswordPage{
 			Layout: h.layout(c, "Change your password"),
-			Errors: views.FormErrors{"current_password": throttledSentence(c, throttled, "Too many wrong passwords.", "Too many sign-ins or password changes at once.")}}))
+			Errors: views.FormErrors{"current_password": throttledSentence(c, err, throttled, "Too many wrong passwords.", "Too many sign-ins or password changes at once.")}}))
 	}
 	if fe, ok := formErrors(err); ok {
 		return render(c, http.StatusUnprocessableEntity, views.AccountPassword(views.AccountPasswordPage{

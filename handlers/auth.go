@@ -11,7 +11,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // SessionHandler serves sign-in and sign-out.
@@ -50,7 +52,7 @@ func (h SessionHandler) Login(c echo.Context) error {
 	switch {
 	case isThrottled:
 		return render(c, http.StatusTooManyRequests, views.Login(views.LoginPage{Username: username, Next: next,
-			Error: throttledSentence(c, throttled, "Too many failed sign-ins.", "Too many sign-ins at once.")}))
+			Error: throttledSentence(c, err, throttled, "Too many failed sign-ins.", "Too many sign-ins at once.")}))
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return render(c, http.StatusUnauthorized, views.Login(views.LoginPage{Username: username, Next: next,
 			Error: "Wrong username or password."}))
@@ -116,15 +118,14 @@ func safeNext(next string) string {
 	return next
 }
 
-// throttledSentence says on a form why an attempt was refused (failed: too many failures;
-// busy: admission) and when to try again, and sets Retry-After.
-func throttledSentence(c echo.Context, th auth.Throttle, failed, busy string) string {
+// throttledSentence says on a form why an attempt was refused (err, whose throttle is
+// th; failed: too many failures; busy: admission) and when to try again, and sets
+// Retry-After.
+func throttledSentence(c echo.Context, err error, th auth.Throttle, failed, busy string) string {
 	c.Response().Header().Set("Retry-After", RetryAfter(th.RetryAfter))
-	if th.Scope == auth.ScopeAccount {
-		// Only browsers that signed in before get through: say so, and until when.
-		return "Too many failed sign-ins for this account, from many addresses. Sign in from a browser you have signed in with " +
-			"before, or try again in " + th.RetryAfter.Round(time.Second).String() + " (at " +
-			time.Now().Add(th.RetryAfter).UTC().Format("15:04 UTC") + ")."
+	if f, ok := fault.As(err); ok && th.Scope == auth.ScopeAccount {
+		// Its own words: only browsers that signed in before get through, and until when.
+		return httperr.Sentence(f.Message)
 	}
 	why := failed
 	if th.Busy {

@@ -79,7 +79,7 @@ func TestDeviceCookie(t *testing.T) {
 		}
 	}
 	code, page, hdr, cks := postLogin(t, c, srv.URL)
-	if code != http.StatusTooManyRequests || !strings.Contains(page, "Sign in from a browser you have signed in with before") ||
+	if code != http.StatusTooManyRequests || !strings.Contains(page, "sign in from a browser that has signed in to it before") ||
 		!strings.Contains(page, "UTC") || hdr.Get("Retry-After") == "" || cks["tw_session"] != nil {
 		t.Errorf("sign-in without the device cookie during the attack: %d, Retry-After %q, cookies %v; want 429 saying what to do",
 			code, hdr.Get("Retry-After"), cks)

@@ -414,13 +414,13 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			// A token asks questions only, and leaves nothing for a person to confirm or
 			// continue: no pending change, no guided set-up.
 			var change Intent
+			op := capped
+			if op == nil {
+				op = changeOf(d)
+			}
 			switch {
-			case capped != nil:
-				change = capped.Intent
-			case d.Do != nil && !readOnly(d.Do.Intent):
-				change = d.Do.Intent
-			case d.State.Pending != nil && !readOnly(d.State.Pending.Intent):
-				change = d.State.Pending.Intent
+			case op != nil:
+				change = op.Intent
 			case d.State.Flow != nil:
 				change = IntentSetup
 			}
@@ -535,8 +535,8 @@ func redact(msg string) (string, bool) {
 			masked = true
 			return strings.Fields(w)[0] + " ***"
 		}
-		space := func(r rune) bool { return strings.ContainsRune(" \t\n\f\r", r) } // as the pattern's \s
-		i, j := strings.IndexFunc(w, space), strings.LastIndexFunc(w, space)+1
+		const space = " \t\n\f\r" // the pattern's \s
+		i, j := strings.IndexAny(w, space), strings.LastIndexAny(w, space)+1
 		return word(w[:i]) + w[i:j] + word(w[j:])
 	}
 	out := secretWordRE.ReplaceAllStringFunc(msg, func(w string) string {
@@ -789,19 +789,25 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 
 // failure says what went wrong in the person's terms, with the field when there is one.
 func failure(op *Op, err error) string {
+	return "❌ That didn't work: " + failureReason(err)
+}
+
+// failureReason is why err refused a change, as the person is told it: the fields and
+// what is wrong with each, or the refusal's message.
+func failureReason(err error) string {
 	var ve *verr.Error
 	if errors.As(err, &ve) && len(ve.Fields) > 0 {
 		var parts []string
 		for _, f := range ve.Fields {
 			parts = append(parts, f.Field+" "+f.Message)
 		}
-		return "❌ That didn't work: " + strings.Join(parts, "; ") + "."
+		return strings.Join(parts, "; ") + "."
 	}
 	var f *fault.Error
 	if errors.As(err, &f) {
-		return "❌ That didn't work: " + f.Message
+		return f.Message
 	}
-	return "❌ That didn't work: " + err.Error()
+	return err.Error()
 }
 
 func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *Decision, out *Reply) error {
@@ -1458,7 +1464,7 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 			}
 			same = same && err.Error() == firstErr.Error()
 			a.OK, a.Error = false, err.Error()
-			failed = append(failed, label(cat, id)+": "+strings.TrimSuffix(strings.TrimPrefix(failure(op, err), "❌ That didn't work: "), "."))
+			failed = append(failed, label(cat, id)+": "+strings.TrimSuffix(failureReason(err), "."))
 		} else {
 			done = append(done, id)
 		}

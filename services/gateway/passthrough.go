@@ -130,7 +130,7 @@ var private = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
 func (g *Gateway) listResources(ctx context.Context, c *caller, cursor string) (*mcp.ListResourcesResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.Resource]{kind: "resources",
 		fetch: g.pass.sessions.ListResources, key: func(r *mcp.Resource) string { return r.URI },
-		wrap: func(server string, m sessionMasks, r *mcp.Resource) *mcp.Resource {
+		wrap: func(server string, m secrets.Maskers, r *mcp.Resource) *mcp.Resource {
 			return &mcp.Resource{URI: wrapURI(server, m.String(r.URI)), Name: toolname.Join(server, m.String(r.Name)),
 				Title: m.String(r.Title), Description: m.String(r.Description), MIMEType: r.MIMEType, Size: r.Size,
 				Annotations: r.Annotations, Icons: r.Icons}
@@ -144,7 +144,7 @@ func (g *Gateway) listResources(ctx context.Context, c *caller, cursor string) (
 func (g *Gateway) listTemplates(ctx context.Context, c *caller, cursor string) (*mcp.ListResourceTemplatesResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.ResourceTemplate]{kind: "templates",
 		fetch: g.pass.sessions.ListResourceTemplates, key: func(t *mcp.ResourceTemplate) string { return t.URITemplate },
-		wrap: func(server string, m sessionMasks, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
+		wrap: func(server string, m secrets.Maskers, t *mcp.ResourceTemplate) *mcp.ResourceTemplate {
 			return &mcp.ResourceTemplate{URITemplate: wrapURI(server, m.String(t.URITemplate)),
 				Name: toolname.Join(server, m.String(t.Name)), Title: m.String(t.Title), Description: m.String(t.Description),
 				MIMEType: t.MIMEType, Annotations: t.Annotations, Icons: t.Icons}
@@ -158,7 +158,7 @@ func (g *Gateway) listTemplates(ctx context.Context, c *caller, cursor string) (
 func (g *Gateway) listPrompts(ctx context.Context, c *caller, cursor string) (*mcp.ListPromptsResult, error) {
 	items, next, err := pageOf(ctx, g, c, listing[mcp.Prompt]{kind: "prompts",
 		fetch: g.pass.sessions.ListPrompts, key: func(p *mcp.Prompt) string { return p.Name },
-		wrap: func(server string, m sessionMasks, p *mcp.Prompt) *mcp.Prompt {
+		wrap: func(server string, m secrets.Maskers, p *mcp.Prompt) *mcp.Prompt {
 			out := &mcp.Prompt{Name: toolname.Join(server, p.Name), Title: m.String(p.Title), Description: m.String(p.Description),
 				Icons: p.Icons}
 			for _, a := range p.Arguments {
@@ -181,7 +181,7 @@ type listing[T any] struct {
 	kind  string // "resources", "templates", "prompts": a cursor is for one kind
 	fetch func(ctx context.Context, serverID string) ([]*T, error)
 	key   func(*T) string
-	wrap  func(server string, m sessionMasks, it *T) *T
+	wrap  func(server string, m secrets.Maskers, it *T) *T
 }
 
 // pageOf is one page of the merged list: the reachable servers by name, the items of
@@ -410,7 +410,7 @@ func (g *Gateway) getPrompt(ctx context.Context, c *caller, req *mcp.GetPromptRe
 // contentIn is a prompt message's content as the gateway passes it on: text masked,
 // the URIs of embedded resources and resource links namespaced like resources/list's
 // (so the client can read them through the gateway), a copy in any case.
-func contentIn(server string, m sessionMasks, c mcp.Content) mcp.Content {
+func contentIn(server string, m secrets.Maskers, c mcp.Content) mcp.Content {
 	switch v := c.(type) {
 	case *mcp.TextContent:
 		cp := *v
@@ -444,7 +444,7 @@ func contentIn(server string, m sessionMasks, c mcp.Content) mcp.Content {
 
 // maskBlob masks a resource's binary contents when they are UTF-8 text
 // (secrets.MaskUTF8); the upstream's message cap bounds the work.
-func maskBlob(m sessionMasks, b []byte) []byte {
+func maskBlob(m secrets.Maskers, b []byte) []byte {
 	if m.Empty() {
 		return b
 	}
@@ -529,24 +529,17 @@ func (g *Gateway) masker(id string) *secrets.Masker {
 	return g.pass.sessions.Masker(id)
 }
 
-// sessionMasks mask what one request to a server answered with its masker before the
-// request and after it. A Refresh (a rotated key) may replace the session in between:
-// the one that answered is out of the manager while it is stopped (no masker at all for
-// that moment), and then the new one's masker lacks the secrets it ran with.
-type sessionMasks [2]*secrets.Masker
-
-// masks are server id's sessionMasks for a request admitted with masker before.
-func (g *Gateway) masks(id string, before *secrets.Masker) sessionMasks {
+// masks mask what one request to server id answered, admitted with masker before: with
+// that and the server's masker now. A Refresh (a rotated key) may replace the session in
+// between: the one that answered is out of the manager while it is stopped (no masker
+// at all for that moment), and then the new one's masker lacks the secrets it ran with.
+func (g *Gateway) masks(id string, before *secrets.Masker) secrets.Maskers {
 	after := g.masker(id)
 	if after == before {
 		after = nil
 	}
-	return sessionMasks{before, after}
+	return secrets.Maskers{before, after}
 }
-
-func (ms sessionMasks) String(s string) string { return ms[1].String(ms[0].String(s)) }
-
-func (ms sessionMasks) Empty() bool { return ms[0].Empty() && ms[1].Empty() }
 
 // failed records a read or get the server did not answer, and returns what the client
 // is told: the server's own JSON-RPC error (its code, its message, the server named),

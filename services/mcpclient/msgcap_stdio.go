@@ -63,7 +63,7 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 // write lock, health checks, reconnects and the shutdown, for ever. Past it the session
 // fails and is replaced; a server busy with a call but reading now and then is not affected.
 // Only the write under way waits this long: the others waiting for the lock give up at
-// their own deadline (the fork's eleventh change, third_party/go-sdk/TOOLWARDEN.md).
+// their own deadline (the fork's ioConn.Write takes it with the caller's context).
 const stdinWait = 60 * time.Second
 
 // process is the writing half of a stdio session; closing it ends the server.

@@ -3,7 +3,6 @@ package router
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -15,7 +14,7 @@ import (
 // the router: its result, its error, its progress (issue #17, finding 10). The router
 // masks once, here, so the API, the test panel, executions, events and the usage log
 // all get the masked text.
-type masks []*secrets.Masker
+type masks struct{ secrets.Maskers }
 
 // masksOf are the masks of a call of e that ran on the session whose masker is served
 // (CallToolServed): the secrets that session runs with, which a Refresh may have changed
@@ -24,22 +23,10 @@ func (r *Router) masksOf(e *entry, served *secrets.Masker) masks {
 	if served == nil {
 		served = r.mcp.Masker(e.t.ServerID)
 	}
-	return masks{served, e.masker}
+	return masks{secrets.Maskers{served, e.masker}}
 }
 
-func (ms masks) text(s string) string {
-	for _, m := range ms {
-		s = m.String(s)
-	}
-	return s
-}
-
-func (ms masks) json(raw json.RawMessage) json.RawMessage {
-	for _, m := range ms {
-		raw = m.JSON(raw)
-	}
-	return raw
-}
+func (ms masks) text(s string) string { return ms.String(s) }
 
 // result masks res in place.
 func (ms masks) result(res *Result) {
@@ -53,7 +40,7 @@ func (ms masks) result(res *Result) {
 			}
 		}
 	}
-	res.StructuredContent = ms.json(res.StructuredContent)
+	res.StructuredContent = ms.JSON(res.StructuredContent)
 }
 
 // blob masks an embedded resource's base64 blob whose bytes are UTF-8 text (a

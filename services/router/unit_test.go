@@ -222,7 +222,7 @@ func TestToolLimitersByID(t *testing.T) {
 func TestMasks(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-configured-0123456789"
-	ms := masks{secrets.NewMasker(secret), nil}
+	ms := masks{secrets.Maskers{secrets.NewMasker(secret), nil}}
 	res := &Result{Content: []Content{{Type: "text", Text: "key " + secret},
 		{Type: "resource", Resource: &Resource{URI: "file:///" + secret, Text: secret}},
 		{Type: "resource_link", URI: "x://" + secret, Name: secret, Title: secret, Description: secret}},

@@ -102,6 +102,36 @@ func (m *Masker) String(s string) string {
 	return m.r.Replace(s)
 }
 
+// Maskers mask with each of several maskers in turn: a call's server and tool, or the
+// sessions before and after a request that a Refresh may have replaced in between.
+type Maskers []*Masker
+
+// Empty reports whether ms masks nothing.
+func (ms Maskers) Empty() bool {
+	for _, m := range ms {
+		if !m.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// String masks s with each masker.
+func (ms Maskers) String(s string) string {
+	for _, m := range ms {
+		s = m.String(s)
+	}
+	return s
+}
+
+// JSON masks raw with each masker.
+func (ms Maskers) JSON(raw json.RawMessage) json.RawMessage {
+	for _, m := range ms {
+		raw = m.JSON(raw)
+	}
+	return raw
+}
+
 // MaskUTF8 is b masked by mask when b is UTF-8 text (a configuration file or a log sent
 // as a blob), b itself when it is not (an image: no secret can be told apart in its
 // bytes, and masking would corrupt it) or when mask changed nothing.
