@@ -261,3 +261,54 @@ func TestShownTurnNotNewerThanMessages(t *testing.T) {
 		t.Errorf("yes: %q, want it refused as answering what the page may not show", r.Reply)
 	}
 }
+
+// A grant on several tools is each tool's own change: one refused (here by a trigger on
+// the middle tool's row) leaves the others granted, and the reply says which were and
+// which were not, and why (it said only "That didn't work" over grants made).
+func TestGrantSaysWhatChangedAndWhatNot(t *testing.T) {
+	t.Parallel()
+	a := apptest.Start(t, nil)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "gr", Generated: 3})
+	a.RegisterServer(t, registry.Spec{Name: "gr", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	var ids []string
+	for i := 1; i <= 3; i++ {
+		ids = append(ids, a.ToolID(t, toolname.Join("gr", fmt.Sprintf("gen-%05d", i))))
+	}
+	a.CreateUser(t, "bob", auth.RoleToolUser, "correct-horse-battery-7")
+	if _, err := a.Pool.Exec(t.Context(), fmt.Sprintf(`
+		CREATE FUNCTION refuse_middle() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+			IF NEW.tool_id = '%s' THEN RAISE EXCEPTION 'test: this rule cannot be written'; END IF;
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER refuse_middle BEFORE INSERT ON user_tool_permissions FOR EACH ROW EXECUTE FUNCTION refuse_middle();`, ids[1])); err != nil {
+		t.Fatal(err)
+	}
+	c := newChat(t, a)
+	if r := c.say("show me the tools on gr"); len(r.Choices) < 3 {
+		t.Fatalf("the tools on gr: %q", r.Reply)
+	}
+	r := c.say("let bob use all of them")
+	if strings.Contains(r.Reply, "?") && !strings.Contains(r.Reply, "✅") {
+		r = c.say("yes")
+	}
+	granted := func(id string) bool {
+		return a.Count(t, `SELECT count(*) FROM user_tool_permissions p JOIN users u ON u.id = p.user_id
+			WHERE u.username = 'bob' AND p.tool_id = $1 AND p.can_use`, id) == 1
+	}
+	if !granted(ids[0]) || granted(ids[1]) || !granted(ids[2]) {
+		t.Fatalf("granted %v %v %v, want true false true (reply %q)", granted(ids[0]), granted(ids[1]), granted(ids[2]), r.Reply)
+	}
+	done, notDone, _ := strings.Cut(r.Reply, "❌ Not changed:")
+	if !strings.HasPrefix(done, "✅ bob may now use") || !strings.Contains(done, "'gen-00001'") || !strings.Contains(done, "'gen-00003'") ||
+		strings.Contains(done, "'gen-00002'") || !strings.Contains(notDone, "'gen-00002' on gr:") {
+		t.Errorf("reply %q, want what changed (gen-00001, gen-00003) and what did not (gen-00002, and why)", r.Reply)
+	}
+	ok := map[string]bool{}
+	for _, ac := range r.Actions {
+		ok[ac.TargetID] = ac.OK
+	}
+	if n := a.Count(t, `SELECT count(*) FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id WHERE s.name = 'gr'`); len(r.Actions) != n ||
+		!ok[ids[0]] || ok[ids[1]] || !ok[ids[2]] {
+		t.Errorf("actions %+v, want one for each of the %d tools, gen-00002's failed", r.Actions, n)
+	}
+}

@@ -870,26 +870,19 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 }
 
 func (s *Service) serverState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
-	for _, id := range op.IDs {
-		name := nameOf2(cat, id)
-		if name == registry.BuiltinName && op.Intent == IntentRemoveServer {
-			return fault.Conflict("builtin_server", "the built-in server cannot be removed (it can be disabled)")
+	eachTarget("server", op, cat, out, func(id string) error {
+		if op.Intent == IntentRemoveServer {
+			if nameOf2(cat, id) == registry.BuiltinName {
+				return fault.Conflict("builtin_server", "the built-in server cannot be removed (it can be disabled)")
+			}
+			return s.registry.DeleteServer(ctx, actor, id)
 		}
-		var err error
-		switch op.Intent {
-		case IntentRemoveServer:
-			err = s.registry.DeleteServer(ctx, actor, id)
-		default:
-			_, err = s.registry.SetEnabled(ctx, actor, id, op.Intent == IntentEnableServer)
-		}
-		if err != nil {
-			return err
-		}
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: name,
-			Href: "/servers/" + id, OK: true})
-	}
-	verb := map[Intent]string{IntentRemoveServer: "removed", IntentEnableServer: "enabled", IntentDisableServer: "disabled"}[op.Intent]
-	out.Reply = fmt.Sprintf("✅ I've %s the server %s.", verb, labels(cat, op.IDs))
+		_, err := s.registry.SetEnabled(ctx, actor, id, op.Intent == IntentEnableServer)
+		return err
+	}, func(ids []string) string {
+		verb := map[Intent]string{IntentRemoveServer: "removed", IntentEnableServer: "enabled", IntentDisableServer: "disabled"}[op.Intent]
+		return fmt.Sprintf("I've %s the server %s", verb, labels(cat, ids))
+	})
 	return nil
 }
 
@@ -1441,14 +1434,7 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 		out.Reply = "✅ I've " + what + "."
 		return nil
 	}
-	// Each tool is updated (and audited) in its own transaction: one refused does not
-	// undo those done before it, so each is recorded as it goes and the reply says which
-	// changed and which did not.
-	var done []string
-	var failed []string
-	var firstErr error
-	same := true // every failure for the same reason (a category that does not exist)
-	for _, id := range op.IDs {
+	eachTarget("tool", op, cat, out, func(id string) error {
 		patch := tools.Patch{Reason: "asked the assistant: " + clip(op.Sentence, 200), MayLowerRisk: p.Can(auth.PermToolOverride)}
 		if op.Intent == IntentSetRisk {
 			r := strings.ToLower(op.Risk)
@@ -1457,8 +1443,28 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 			c := op.Category
 			patch.Category = &c
 		}
-		a := Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id), Href: "/tools/" + id, OK: true}
-		if _, err := s.tools.Update(ctx, actor, id, patch); err != nil {
+		_, err := s.tools.Update(ctx, actor, id, patch)
+		return err
+	}, func(ids []string) string {
+		if op.Intent == IntentSetCategory {
+			return "I've put " + labels(cat, ids) + " in the " + op.Category + " category"
+		}
+		return "I've made " + labels(cat, ids) + " " + strings.ToLower(op.Risk) + " risk"
+	})
+	return nil
+}
+
+// eachTarget applies op to each of its targets (kind "tool" or "server"), each in its
+// own transaction (and audited there): one refused does not undo those done before it,
+// so each is an action as it goes, and the reply says which changed (said, of those)
+// and which did not, and why.
+func eachTarget(kind string, op *Op, cat *Catalogue, out *Reply, apply func(id string) error, said func(ids []string) string) {
+	var done, failed []string
+	var firstErr error
+	same := true // every failure for the same reason (a category that does not exist)
+	for _, id := range op.IDs {
+		a := Action{Kind: string(op.Intent), TargetType: kind, TargetID: id, Name: nameOf2(cat, id), Href: "/" + kind + "s/" + id, OK: true}
+		if err := apply(id); err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
@@ -1470,28 +1476,21 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 		}
 		out.Actions = append(out.Actions, a)
 	}
-	what := func(ids []string) string {
-		if op.Intent == IntentSetCategory {
-			return "put " + labels(cat, ids) + " in the " + op.Category + " category"
-		}
-		return "made " + labels(cat, ids) + " " + strings.ToLower(op.Risk) + " risk"
-	}
 	switch {
 	case len(failed) == 0:
-		out.Reply = "✅ I've " + what(done) + "."
+		out.Reply = "✅ " + said(done) + "."
 	case len(done) == 0 && same:
 		out.Reply = failure(op, firstErr)
 	default:
 		out.Reply = ""
 		if len(done) > 0 {
-			out.Reply = "✅ I've " + what(done) + ". "
+			out.Reply = "✅ " + said(done) + ". "
 		}
 		if len(failed) > maxFailuresSaid {
 			failed = append(failed[:maxFailuresSaid:maxFailuresSaid], fmt.Sprintf("and %d more (see the actions)", len(failed)-maxFailuresSaid))
 		}
 		out.Reply += "❌ Not changed: " + strings.Join(failed, "; ") + "."
 	}
-	return nil
 }
 
 // maxFailuresSaid bounds the failures a reply spells out; each is among the actions.
@@ -1499,18 +1498,14 @@ const maxFailuresSaid = 8
 
 func (s *Service) permission(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	can := op.Intent == IntentGrant
-	for _, id := range op.IDs {
-		if err := s.tools.SetPermission(ctx, actor, id, op.Username, &can); err != nil {
-			return err
+	eachTarget("tool", op, cat, out, func(id string) error {
+		return s.tools.SetPermission(ctx, actor, id, op.Username, &can)
+	}, func(ids []string) string {
+		if can {
+			return fmt.Sprintf("%s may now use %s", op.Username, labels(cat, ids))
 		}
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "tool", TargetID: id, Name: nameOf2(cat, id),
-			Href: "/tools/" + id, OK: true})
-	}
-	if can {
-		out.Reply = fmt.Sprintf("✅ %s may now use %s.", op.Username, labels(cat, op.IDs))
-	} else {
-		out.Reply = fmt.Sprintf("✅ %s may no longer use %s.", op.Username, labels(cat, op.IDs))
-	}
+		return fmt.Sprintf("%s may no longer use %s", op.Username, labels(cat, ids))
+	})
 	return nil
 }
 
