@@ -2,13 +2,10 @@ package main
 
 import (
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
-	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
 
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -19,7 +16,7 @@ import (
 // makes the key. A key file that is there is never replaced.
 func TestSecretKeyCreatedWhole(t *testing.T) {
 	if p := os.Getenv("TOOLWARDEN_TEST_KEY_DISK_FULL"); p != "" {
-		diskFull(t)
+		testkit.DiskFull(t)
 		if _, err := ensureSecretKey(p); err == nil {
 			t.Fatal("a key file written beyond the file size limit")
 		}
@@ -27,7 +24,7 @@ func TestSecretKeyCreatedWhole(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "secret.key")
-	runDiskFull(t, "TestSecretKeyCreatedWhole", "TOOLWARDEN_TEST_KEY_DISK_FULL="+path)
+	testkit.RunDiskFull(t, "TestSecretKeyCreatedWhole", "TOOLWARDEN_TEST_KEY_DISK_FULL="+path)
 	if es, _ := os.ReadDir(dir); len(es) != 0 {
 		t.Fatalf("a failed first write left %v", es[0].Name())
 	}
@@ -46,33 +43,5 @@ func TestSecretKeyCreatedWhole(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
 		t.Fatalf("files beside the key: %d, want none", len(es)-1)
-	}
-}
-
-// diskFull makes every write to a regular file by this process fail (EFBIG), as on a
-// full disk. Only for a child process of its own (runDiskFull): it holds for the whole
-// process.
-func diskFull(t *testing.T) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	lim.Cur = 0
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	signal.Ignore(syscall.SIGXFSZ) // the write fails instead of the process being killed
-}
-
-// runDiskFull runs test (this test binary's) in a child process with env set.
-func runDiskFull(t *testing.T, test string, env ...string) {
-	t.Helper()
-	if runtime.GOOS != "linux" {
-		t.Skip("the file size limit that stands for a full disk is Linux's")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
-		t.Fatalf("the child process: %v\n%s", err, out)
 	}
 }

@@ -4,13 +4,12 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
-	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
 )
 
 // WriteNew makes a file of mode 0600 with the whole content, leaves no temporary file,
@@ -68,7 +67,7 @@ func TestWriteNewWithoutHardLinks(t *testing.T) {
 // fail on; and nothing else either.
 func TestWriteNewDiskFull(t *testing.T) {
 	if p := os.Getenv("ATOMICFILE_DISK_FULL"); p != "" {
-		diskFull(t)
+		testkit.DiskFull(t)
 		if err := WriteNew(p, []byte("key\n")); err == nil {
 			t.Fatal("a write beyond the file size limit succeeded")
 		}
@@ -76,39 +75,12 @@ func TestWriteNewDiskFull(t *testing.T) {
 	}
 	dir := t.TempDir()
 	p := filepath.Join(dir, "secret.key")
-	runDiskFull(t, "TestWriteNewDiskFull", "ATOMICFILE_DISK_FULL="+p)
+	testkit.RunDiskFull(t, "TestWriteNewDiskFull", "ATOMICFILE_DISK_FULL="+p)
 	if names := dirNames(t, dir); len(names) != 0 {
 		t.Fatalf("files left by a failed write: %v", names)
 	}
 	if err := WriteNew(p, []byte("key\n")); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// diskFull makes every write to a regular file by this process fail (EFBIG), as on a
-// full disk. Only for a child process of its own (runDiskFull): it holds for the whole
-// process.
-func diskFull(t *testing.T) {
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	lim.Cur = 0
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lim); err != nil {
-		t.Fatal(err)
-	}
-	signal.Ignore(syscall.SIGXFSZ) // the write fails instead of the process being killed
-}
-
-// runDiskFull runs test (this test binary's) in a child process with env set.
-func runDiskFull(t *testing.T, test string, env ...string) {
-	if runtime.GOOS != "linux" {
-		t.Skip("the file size limit that stands for a full disk is Linux's")
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env...)
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "PASS") {
-		t.Fatalf("the child process: %v\n%s", err, out)
 	}
 }
 
