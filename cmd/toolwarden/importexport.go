@@ -15,6 +15,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -106,13 +107,13 @@ func schemaCurrent(ctx context.Context, d *db.DB) error {
 // importKeyring opens the secret key file (creating it on a first run, when the
 // database holds nothing sealed yet and records no key serve used; a dry run then uses a
 // key it forgets) and checks it holds every key the database's secrets were sealed with
-// and one serve recorded (keyFileFits): run without serve's --secret-key-file, an import
+// and one serve recorded (secretkeys.FileFits): run without serve's --secret-key-file, an import
 // would otherwise create a new key, fail to compare, and seal new secrets serve cannot
 // open.
 func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool) (*secrets.Keyring, error) {
 	path := secretKeyPath(c)
 	if keyMissing {
-		if err := keyFileFits(ctx, d.Pool, nil, path, nil); err != nil {
+		if err := secretkeys.FileFits(ctx, d.Pool, nil, path, nil); err != nil {
 			return nil, fmt.Errorf("%w; nothing was imported", err)
 		}
 		if dryRun {
@@ -127,7 +128,7 @@ func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun b
 	if err != nil {
 		return nil, err
 	}
-	if err := keyFileFits(ctx, d.Pool, keys, path, nil); err != nil {
+	if err := secretkeys.FileFits(ctx, d.Pool, keys, path, nil); err != nil {
 		return nil, fmt.Errorf("%w; nothing was imported", err)
 	}
 	return keys, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
+	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -25,7 +26,7 @@ func TestKeyFileRecordedOnFirstStart(t *testing.T) {
 	dir, url, pool := cliDatabase(t)
 	serveKey := filepath.Join(t.TempDir(), "secret.key")
 	startServe(t, dir, "--database-url", url, "--secret-key-file", serveKey).stop()
-	if usage, err := keyUsage(ctx, pool); err != nil || len(usage) != 0 {
+	if usage, err := secretkeys.Usage(ctx, pool); err != nil || len(usage) != 0 {
 		t.Fatalf("a fresh install holds secret values: %v %v", usage, err)
 	}
 
@@ -60,7 +61,7 @@ func TestKeyFileRecordedOnFirstStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	usage, err := keyUsage(ctx, pool)
+	usage, err := secretkeys.Usage(ctx, pool)
 	if err != nil || usage[keys.PrimaryID()] != 1 || len(usage) != 1 {
 		t.Fatalf("the imported value's key: %v %v, want 1 under %s", usage, err, keys.PrimaryID())
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/tools"
 )
@@ -55,7 +56,7 @@ func TestSecretsRotateLostKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	usage, err := keyUsage(ctx, pool)
+	usage, err := secretkeys.Usage(ctx, pool)
 	if err != nil || usage[lost.ID] < 2 || usage[k1.ID] < 2 {
 		t.Fatalf("usage before: %v %v", usage, err)
 	}
@@ -79,7 +80,7 @@ func TestSecretsRotateLostKeys(t *testing.T) {
 	if err != nil || keys.PrimaryID() == k1.ID {
 		t.Fatalf("no key was added: %v %v", keys, err)
 	}
-	usage, _ = keyUsage(ctx, pool)
+	usage, _ = secretkeys.Usage(ctx, pool)
 	if usage[k1.ID] != 0 || usage[lost.ID] != lostBefore || usage[keys.PrimaryID()] < 2 {
 		t.Fatalf("usage after: %v (lost before %d)", usage, lostBefore)
 	}

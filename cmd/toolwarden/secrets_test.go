@@ -25,6 +25,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/risk"
+	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
@@ -164,7 +165,7 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 
 	// One change of keys at a time: while another holds the key file's lock, or the
 	// database's (another replica's rotation), a rotation is refused and adds no key.
-	unlock, err := lockKeyFile(path)
+	unlock, err := secretkeys.LockFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestSecretsRotateAndRetire(t *testing.T) {
 		t.Fatalf("rotate beside another on the key file: %v %s", err, out)
 	}
 	unlock()
-	release, err := lockSecrets(ctx, pool)
+	release, err := secretkeys.Lock(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/planner"
 	"github.com/toolwarden/toolwarden/services/replicas"
 	"github.com/toolwarden/toolwarden/services/router"
+	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/template"
 )
 
@@ -208,11 +209,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		held = nil // the key file was not there: what the database holds was sealed with another
 	}
 	lost := parseLostKeys(*lostKeys)
-	err = keyFileFits(ctx, a.Pool, held, secretKeyPath(c), lost)
+	err = secretkeys.FileFits(ctx, a.Pool, held, secretKeyPath(c), lost)
 	if err == nil {
 		// Recorded before anything is sealed: a command run later without this key file
 		// (or another replica's first start) is refused even while nothing is.
-		err = recordKeys(ctx, a.Pool, keys, secretKeyPath(c), lost, "")
+		err = secretkeys.Record(ctx, a.Pool, keys, secretKeyPath(c), lost, "")
 	}
 	if err != nil {
 		if madeKey {
