@@ -179,7 +179,7 @@ func (g *Gateway) listPrompts(ctx context.Context, c *caller, cursor string) (*m
 // an item. Items are ordered by the key of their copy, which the cursor holds.
 type listing[T any] struct {
 	kind  string // "resources", "templates", "prompts": a cursor is for one kind
-	fetch func(ctx context.Context, serverID string) ([]*T, error)
+	fetch func(ctx context.Context, serverID string) ([]*T, *secrets.Masker, error)
 	key   func(*T) string
 	wrap  func(server string, m secrets.Maskers, it *T) *T
 }
@@ -239,9 +239,8 @@ func fetchSorted[T any](ctx context.Context, g *Gateway, l listing[T], sv router
 	if g.pass.sessions == nil {
 		return nil
 	}
-	before := g.masker(sv.ID)
-	items, err := l.fetch(ctx, sv.ID)
-	m := g.masks(sv.ID, before)
+	items, used, err := l.fetch(ctx, sv.ID)
+	m := g.masks(sv.ID, used)
 	if err != nil {
 		if !errors.Is(err, mcpclient.ErrNotConnected) && ctx.Err() == nil {
 			// The error quotes the upstream's own message, which may echo the secrets
@@ -320,9 +319,8 @@ type use struct {
 	action  string // resource.read, prompt.get
 	server  router.ServerAccess
 	payload map[string]any
-	// before is the server's masker when the request was admitted, just before it is
-	// sent (masks).
-	before *secrets.Masker
+	// used is the masker of the upstream session that answered (masks), once it did.
+	used *secrets.Masker
 }
 
 func (g *Gateway) readResource(ctx context.Context, c *caller, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -341,11 +339,12 @@ func (g *Gateway) readResource(ctx context.Context, c *caller, req *mcp.ReadReso
 		}
 		return nil, err
 	}
-	res, err := g.pass.sessions.ReadResource(ctx, u.server.ID, upstream)
+	res, used, err := g.pass.sessions.ReadResource(ctx, u.server.ID, upstream)
+	u.used = used
 	if err != nil {
 		return nil, g.failed(ctx, u, err)
 	}
-	m := g.masks(u.server.ID, u.before)
+	m := g.masks(u.server.ID, u.used)
 	out := &mcp.ReadResourceResult{Contents: make([]*mcp.ResourceContents, 0, len(res.Contents)), Cacheable: private}
 	size := 0
 	for _, rc := range res.Contents {
@@ -389,11 +388,12 @@ func (g *Gateway) getPrompt(ctx context.Context, c *caller, req *mcp.GetPromptRe
 		}
 		return nil, err
 	}
-	res, err := g.pass.sessions.GetPrompt(ctx, u.server.ID, prompt, req.Params.Arguments)
+	res, used, err := g.pass.sessions.GetPrompt(ctx, u.server.ID, prompt, req.Params.Arguments)
+	u.used = used
 	if err != nil {
 		return nil, g.failed(ctx, u, err)
 	}
-	m := g.masks(u.server.ID, u.before)
+	m := g.masks(u.server.ID, u.used)
 	out := &mcp.GetPromptResult{Description: m.String(res.Description), Messages: make([]*mcp.PromptMessage, 0, len(res.Messages))}
 	for _, msg := range res.Messages {
 		if msg != nil {
@@ -504,7 +504,6 @@ func (g *Gateway) admit(ctx context.Context, c *caller, conversation, action, se
 	if g.pass.sessions == nil {
 		return nil, g.failed(ctx, u, mcpclient.ErrNotConnected)
 	}
-	u.before = g.masker(u.server.ID)
 	return u, nil
 }
 
@@ -529,23 +528,23 @@ func (g *Gateway) masker(id string) *secrets.Masker {
 	return g.pass.sessions.Masker(id)
 }
 
-// masks mask what one request to server id answered, admitted with masker before: with
-// that and the server's masker now. A Refresh (a rotated key) may replace the session in
-// between: the one that answered is out of the manager while it is stopped (no masker
-// at all for that moment), and then the new one's masker lacks the secrets it ran with.
-func (g *Gateway) masks(id string, before *secrets.Masker) secrets.Maskers {
-	after := g.masker(id)
-	if after == before {
-		after = nil
+// masks mask what one request to server id answered: with used, the masker of the
+// session that answered, which the manager hands back with the answer. A Refresh (a
+// rotated key) may replace the session at any time, so the server's masker asked before
+// or after could lack the secrets the answering one ran with (or be none for a moment);
+// it is used only when no session answered (not connected: the error is Toolwarden's).
+func (g *Gateway) masks(id string, used *secrets.Masker) secrets.Maskers {
+	if used == nil {
+		used = g.masker(id)
 	}
-	return secrets.Maskers{before, after}
+	return secrets.Maskers{used}
 }
 
 // failed records a read or get the server did not answer, and returns what the client
 // is told: the server's own JSON-RPC error (its code, its message, the server named),
 // or why there was no answer.
 func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
-	m := g.masks(u.server.ID, u.before)
+	m := g.masks(u.server.ID, u.used)
 	we, answered := mcpclient.ServerError(err)
 	var out *jsonrpc.Error
 	switch {

@@ -38,7 +38,7 @@ func TestListAllBoundedAsAWhole(t *testing.T) {
 	sv := e.create(t, registry.Spec{Name: "endless", Type: registry.TypeStreamableHTTP, URL: u, Enabled: true, TimeoutMS: 1000})
 	e.waitRuns(t, sv.ID, 1)
 	endless.Store(true)
-	items, err := e.mgr.ListResources(context.Background(), sv.ID)
+	items, _, err := e.mgr.ListResources(context.Background(), sv.ID)
 	// Each page takes 5 ms at least: within the list's bound (twice the 1 s timeout) a
 	// few hundred at most, against the 5000 MaxPages allows.
 	if n := pages.Load(); n >= int64(opts.MaxPages)/2 || err == nil || !errors.Is(err, mcpclient.ErrTimeout) {

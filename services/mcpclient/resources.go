@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // The resources and prompts of a server, over its live session, for the gateway's
@@ -29,8 +30,10 @@ const MaxListed = 10_000
 // prompts) when its session began.
 var ErrNotOffered = fault.Conflict("not_offered", "the server offers none").About("server")
 
-// ListResources lists server id's resources (nil when it offers none).
-func (m *Manager) ListResources(ctx context.Context, id string) ([]*mcp.Resource, error) {
+// ListResources lists server id's resources (nil when it offers none). Like every
+// read here it also returns the masker of the session that answered (nil when none was
+// asked): mask what it returned, its errors too, with that one (see CallToolServed).
+func (m *Manager) ListResources(ctx context.Context, id string) ([]*mcp.Resource, *secrets.Masker, error) {
 	return listAll(ctx, m, id, "resources/list", offersResources,
 		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Resource, string, error) {
 			res, err := cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
@@ -43,7 +46,7 @@ func (m *Manager) ListResources(ctx context.Context, id string) ([]*mcp.Resource
 
 // ListResourceTemplates lists server id's resource templates (nil when it offers no
 // resources).
-func (m *Manager) ListResourceTemplates(ctx context.Context, id string) ([]*mcp.ResourceTemplate, error) {
+func (m *Manager) ListResourceTemplates(ctx context.Context, id string) ([]*mcp.ResourceTemplate, *secrets.Masker, error) {
 	return listAll(ctx, m, id, "resources/templates/list", offersResources,
 		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			res, err := cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
@@ -55,7 +58,7 @@ func (m *Manager) ListResourceTemplates(ctx context.Context, id string) ([]*mcp.
 }
 
 // ListPrompts lists server id's prompts (nil when it offers none).
-func (m *Manager) ListPrompts(ctx context.Context, id string) ([]*mcp.Prompt, error) {
+func (m *Manager) ListPrompts(ctx context.Context, id string) ([]*mcp.Prompt, *secrets.Masker, error) {
 	return listAll(ctx, m, id, "prompts/list", offersPrompts,
 		func(ctx context.Context, cs *mcp.ClientSession, cursor string) ([]*mcp.Prompt, string, error) {
 			res, err := cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
@@ -67,38 +70,38 @@ func (m *Manager) ListPrompts(ctx context.Context, id string) ([]*mcp.Prompt, er
 }
 
 // ReadResource reads the resource uri (as the server named it) on server id.
-func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, error) {
+func (m *Manager) ReadResource(ctx context.Context, id, uri string) (*mcp.ReadResourceResult, *secrets.Masker, error) {
 	s, c, err := m.liveSession(id, offersResources, "resources")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	res, err := s.cs.ReadResource(rctx, &mcp.ReadResourceParams{URI: uri})
 	c.noteRefusal(err)
 	if err != nil {
-		return nil, c.requestError(ctx, rctx, "resources/read", err)
+		return nil, c.masker, c.requestError(ctx, rctx, "resources/read", err)
 	}
 	if res.NeedsInput() {
-		return nil, fmt.Errorf("mcpclient: resources/read: %s asked for more input, which Toolwarden does not pass on", c.cfg.Name)
+		return nil, c.masker, fmt.Errorf("mcpclient: resources/read: %s asked for more input, which Toolwarden does not pass on", c.cfg.Name)
 	}
-	return res, nil
+	return res, c.masker, nil
 }
 
 // GetPrompt gets the prompt name (as the server named it) with args on server id.
-func (m *Manager) GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, error) {
+func (m *Manager) GetPrompt(ctx context.Context, id, name string, args map[string]string) (*mcp.GetPromptResult, *secrets.Masker, error) {
 	s, c, err := m.liveSession(id, offersPrompts, "prompts")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.timeout())
 	defer cancel()
 	res, err := s.cs.GetPrompt(rctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	c.noteRefusal(err)
 	if err != nil {
-		return nil, c.requestError(ctx, rctx, "prompts/get", err)
+		return nil, c.masker, c.requestError(ctx, rctx, "prompts/get", err)
 	}
-	return res, nil
+	return res, c.masker, nil
 }
 
 func offersResources(caps *mcp.ServerCapabilities) bool { return caps != nil && caps.Resources != nil }
@@ -153,14 +156,21 @@ const listBound = 2
 // in circles, grow past maxCursor or on past Options.MaxPages or listBound timeouts, and
 // at most MaxListed items and MaxListedBytes.
 func listAll[T any](ctx context.Context, m *Manager, id, method string, offers func(*mcp.ServerCapabilities) bool,
-	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, error) {
+	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, *secrets.Masker, error) {
 	s, c, err := m.liveSession(id, offers, method)
 	if errors.Is(err, ErrNotOffered) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	items, err := listPages(ctx, m, s, c, method, page)
+	return items, c.masker, err
+}
+
+// listPages is listAll's paging on session s of c.
+func listPages[T any](ctx context.Context, m *Manager, s *session, c *conn, method string,
+	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, error) {
 	var out []*T
 	seen := map[string]bool{}
 	cursor := ""

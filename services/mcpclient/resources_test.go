@@ -41,23 +41,23 @@ func TestResourcesAndPrompts(t *testing.T) {
 	sv := e.create(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
 
-	resources, err := e.mgr.ListResources(ctx, sv.ID)
+	resources, _, err := e.mgr.ListResources(ctx, sv.ID)
 	if err != nil || len(resources) != 22 { // readme, 20 generated, big: four pages of 7
 		t.Fatalf("resources: got %d, %v; want 22 across pages", len(resources), err)
 	}
-	templates, err := e.mgr.ListResourceTemplates(ctx, sv.ID)
+	templates, _, err := e.mgr.ListResourceTemplates(ctx, sv.ID)
 	if err != nil || len(templates) != 1 || templates[0].URITemplate != "test://notes/{name}" {
 		t.Fatalf("templates: got %v, %v", templates, err)
 	}
-	prompts, err := e.mgr.ListPrompts(ctx, sv.ID)
+	prompts, _, err := e.mgr.ListPrompts(ctx, sv.ID)
 	if err != nil || len(prompts) != 1 || prompts[0].Name != "greet" || len(prompts[0].Arguments) != 1 {
 		t.Fatalf("prompts: got %v, %v", prompts, err)
 	}
-	res, err := e.mgr.ReadResource(ctx, sv.ID, "test://notes/a%20b")
+	res, _, err := e.mgr.ReadResource(ctx, sv.ID, "test://notes/a%20b")
 	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "Note at test://notes/a%20b" {
 		t.Fatalf("read a note: got %+v, %v", res, err)
 	}
-	pr, err := e.mgr.GetPrompt(ctx, sv.ID, "greet", map[string]string{"name": "Ada"})
+	pr, _, err := e.mgr.GetPrompt(ctx, sv.ID, "greet", map[string]string{"name": "Ada"})
 	if err != nil || len(pr.Messages) != 1 {
 		t.Fatalf("get greet: got %+v, %v", pr, err)
 	}
@@ -65,17 +65,17 @@ func TestResourcesAndPrompts(t *testing.T) {
 		t.Fatalf("greet says %#v", pr.Messages[0].Content)
 	}
 
-	if _, err := e.mgr.ReadResource(ctx, sv.ID, "test://big"); !errors.Is(err, mcpclient.ErrResultTooLarge) {
+	if _, _, err := e.mgr.ReadResource(ctx, sv.ID, "test://big"); !errors.Is(err, mcpclient.ErrResultTooLarge) {
 		t.Fatalf("a read over the cap: got %v, want ErrResultTooLarge", err)
 	}
-	if res, err := e.mgr.ReadResource(ctx, sv.ID, "test://readme"); err != nil || len(res.Contents) != 1 {
+	if res, _, err := e.mgr.ReadResource(ctx, sv.ID, "test://readme"); err != nil || len(res.Contents) != 1 {
 		t.Fatalf("the session after a read over the cap: %+v, %v", res, err)
 	}
 	var we *jsonrpc.Error
-	if _, err := e.mgr.ReadResource(ctx, sv.ID, "test://nope"); !errors.As(err, &we) {
+	if _, _, err := e.mgr.ReadResource(ctx, sv.ID, "test://nope"); !errors.As(err, &we) {
 		t.Fatalf("an unknown resource: got %v, want the server's JSON-RPC error", err)
 	}
-	if _, err := e.mgr.GetPrompt(ctx, sv.ID, "nope", nil); !errors.As(err, &we) {
+	if _, _, err := e.mgr.GetPrompt(ctx, sv.ID, "nope", nil); !errors.As(err, &we) {
 		t.Fatalf("an unknown prompt: got %v, want the server's JSON-RPC error", err)
 	}
 
@@ -88,19 +88,19 @@ func TestResourcesAndPrompts(t *testing.T) {
 	t.Cleanup(bs.Close)
 	bsv := e.create(t, registry.Spec{Name: "bare", Type: registry.TypeStreamableHTTP, URL: bs.URL, Enabled: true})
 	e.waitStatus(t, bsv.ID, registry.StatusConnected)
-	if got, err := e.mgr.ListResources(ctx, bsv.ID); err != nil || got != nil {
+	if got, _, err := e.mgr.ListResources(ctx, bsv.ID); err != nil || got != nil {
 		t.Fatalf("resources of a server without them: %v, %v", got, err)
 	}
-	if got, err := e.mgr.ListPrompts(ctx, bsv.ID); err != nil || got != nil {
+	if got, _, err := e.mgr.ListPrompts(ctx, bsv.ID); err != nil || got != nil {
 		t.Fatalf("prompts of a server without them: %v, %v", got, err)
 	}
-	if _, err := e.mgr.ReadResource(ctx, bsv.ID, "test://readme"); !errors.Is(err, mcpclient.ErrNotOffered) {
+	if _, _, err := e.mgr.ReadResource(ctx, bsv.ID, "test://readme"); !errors.Is(err, mcpclient.ErrNotOffered) {
 		t.Fatalf("a read on a server without resources: got %v, want ErrNotOffered", err)
 	}
-	if _, err := e.mgr.GetPrompt(ctx, bsv.ID, "greet", nil); !errors.Is(err, mcpclient.ErrNotOffered) {
+	if _, _, err := e.mgr.GetPrompt(ctx, bsv.ID, "greet", nil); !errors.Is(err, mcpclient.ErrNotOffered) {
 		t.Fatalf("a get on a server without prompts: got %v, want ErrNotOffered", err)
 	}
-	if _, err := e.mgr.ListResources(ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, mcpclient.ErrNotConnected) {
+	if _, _, err := e.mgr.ListResources(ctx, "00000000-0000-0000-0000-000000000000"); !errors.Is(err, mcpclient.ErrNotConnected) {
 		t.Fatalf("a server without a session: got %v, want ErrNotConnected", err)
 	}
 }
@@ -123,7 +123,7 @@ func TestResourceListCursorBounded(t *testing.T) {
 	})
 	sv := e.create(t, registry.Spec{Name: "mt", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
-	if _, err := e.mgr.ListResources(ctx, sv.ID); err == nil || !strings.Contains(err.Error(), "gave a cursor of 4097 bytes") {
+	if _, _, err := e.mgr.ListResources(ctx, sv.ID); err == nil || !strings.Contains(err.Error(), "gave a cursor of 4097 bytes") {
 		t.Fatalf("a list with a huge cursor: %v, want refused", err)
 	}
 }
