@@ -37,11 +37,11 @@ const (
 	actionRequesterGone = "execution.requester_gone"
 )
 
-// sealOf is the seal (v2) of ex with the approval and rollback hashes and the rollback
+// sealOf is the seal (v3) of ex with the approval and rollback hashes and the rollback
 // plan it is about to store: a MAC under the secret key, which the database does not
 // hold, so whoever rewrites an execution's row cannot make a seal that verifies.
 func (s *Service) sealOf(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) []byte {
-	return s.opts.Keys.MAC(sealInputV2(ex, approved, rollback, rollbackPlan))
+	return s.opts.Keys.MAC(sealInputV3(ex, approved, rollback, rollbackPlan))
 }
 
 // sealInputV1 is what a seal made before v2 covers: the id and the three hashes only.
@@ -54,12 +54,26 @@ func sealInputV1(id string, hashes ...[]byte) []byte {
 	return b
 }
 
-// sealInputV2 is what a seal covers: the id and the three hashes, who asked and on whose
-// behalf (the runner acts as them: requester id, token, kind, name, role, conversation),
-// and each step's secret argument names (the phrase leaves them out; the plan's hash
-// does not cover them). Each field is length-prefixed, a missing id told from an empty one.
+// sealInputV3 is what a seal covers: all that v2 does, and each step's risk level as
+// planned and approved (riskLevelsHash), which the plan's hash leaves out but the check
+// that a step's risk rose since approval (pinChange) and the approval's own level read.
+func sealInputV3(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) []byte {
+	return sealFields("toolwarden execution seal v3\x00", ex, approved, rollback, rollbackPlan,
+		riskLevelsHash(ex.Plan, rollbackPlan))
+}
+
+// sealInputV2 is what a seal made before v3 covers: the id and the three hashes, who
+// asked and on whose behalf (the runner acts as them: requester id, token, kind, name,
+// role, conversation), and each step's secret argument names (the phrase leaves them
+// out; the plan's hash does not cover them), but not the steps' risk levels.
 func sealInputV2(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) []byte {
-	b := []byte("toolwarden execution seal v2\x00")
+	return sealFields("toolwarden execution seal v2\x00", ex, approved, rollback, rollbackPlan)
+}
+
+// sealFields is a seal's input after its version's tag: v2's fields, then extra. Each
+// field is length-prefixed, a missing id told from an empty one.
+func sealFields(tag string, ex *Execution, approved, rollback []byte, rollbackPlan *Plan, extra ...[]byte) []byte {
+	b := []byte(tag)
 	field := func(v []byte) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
 		b = append(b, v...)
@@ -83,7 +97,33 @@ func sealInputV2(ex *Execution, approved, rollback []byte, rollbackPlan *Plan) [
 	field([]byte(ex.RequesterRole))
 	field([]byte(ex.ConversationID))
 	field(secretArgsHash(ex.Plan, rollbackPlan))
+	for _, v := range extra {
+		field(v)
+	}
 	return b
+}
+
+// riskLevelsHash is the SHA-256 of each step's risk level, in order, of each phase (the
+// plan's steps, its own undo steps, the rollback's): a level raised in the database
+// would otherwise hide that the tool's risk rose to it since approval.
+func riskLevelsHash(plan Plan, rollback *Plan) []byte {
+	levels := func(sts []PlannedStep) []string {
+		out := make([]string, len(sts))
+		for i, st := range sts {
+			out[i] = string(st.Risk.Level)
+		}
+		return out
+	}
+	var undo []PlannedStep
+	if rollback != nil {
+		undo = rollback.Steps
+	}
+	raw, err := json.Marshal([][]string{levels(plan.Steps), levels(plan.Rollback), levels(undo)})
+	if err != nil {
+		panic(err) // slices of strings always marshal
+	}
+	h := sha256.Sum256(raw)
+	return h[:]
 }
 
 // secretArgsHash is the SHA-256 of the secret argument names of every step of each phase
@@ -116,7 +156,7 @@ func secretArgsHash(plan Plan, rollback *Plan) []byte {
 type sealState int
 
 const (
-	sealIntact  sealState = iota // the v2 MAC of what it covers as stored
+	sealIntact  sealState = iota // the v3 (or v2) MAC of what it covers as stored
 	sealNone                     // none: planned before records were sealed
 	sealEarlier                  // one made before v2, over the id and hashes only
 	sealAltered                  // the MAC of nothing stored, under any key held
@@ -126,12 +166,15 @@ const (
 // covered the hashes alone: a requester rewritten beside it, or beside an old one put
 // back from a backup, would pass, and sealing such a row again as v2 would vouch for
 // that. Its execution is refused as planned by an earlier version, as one sealed
-// before seals were.
+// before seals were. A v2 seal (the release before v3) is still intact: refusing it
+// would strand every plan approved before an upgrade, though it leaves the steps' risk
+// levels uncovered until the execution is sealed again (an approval, a rollback, Reseal).
 func (s *Service) sealStateOf(ex *Execution) sealState {
 	switch {
 	case ex.Seal == nil:
 		return sealNone
-	case s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal):
+	case s.opts.Keys.VerifyMAC(sealInputV3(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal),
+		s.opts.Keys.VerifyMAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal):
 		return sealIntact
 	case s.opts.Keys.VerifyMAC(sealInputV1(ex.ID, ex.PlanHash, ex.ApprovedHash, ex.RollbackHash), ex.Seal):
 		return sealEarlier
@@ -151,10 +194,11 @@ const earlierSeal = "it was planned by an earlier version of Toolwarden, whose s
 // and compares it with the hash that was approved (docs/security.md): the steps' tools and
 // arguments as the runner will read them, each tool's definition, configuration and
 // risk, and each server's connection identity; and it checks the execution's seal over
-// those hashes, its requester and its steps' secret argument names. It also re-checks the requester: still an active user (and their token
-// still valid), still allowed to use every tool with the role they have now. It returns
-// the requester as they act now and the phase's steps as verified (by id), which are
-// what runs; or the breach.
+// those hashes, its requester, its steps' secret argument names and (a v3 seal) their
+// risk levels, pinChange's baseline. It also re-checks the requester: still an active
+// user (and their token still valid), still allowed to use every tool with the role they
+// have now. It returns the requester as they act now and the phase's steps as verified
+// (by id), which are what runs; or the breach.
 func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string) (Caller, map[string]Step, *breach, error) {
 	who := ex.Requester()
 	if ex.Seal == nil {
@@ -278,7 +322,8 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 // pinChange says how a step's tool changed since it was planned, from what the router
 // prepared now ("" when it did not; a changed server connection is the hash's to find).
 // A risk that rose (its server no longer trusted, an administrator's setting) needs a
-// new approval of the level it rose to; one that fell does not.
+// new approval of the level it rose to; one that fell does not. want's level is the one
+// approved only as far as the seal covers it (v3; checkBinding checks the seal first).
 func pinChange(want PlannedStep, now *router.Prepared) string {
 	switch {
 	case now.ToolID != want.ToolID:

@@ -357,8 +357,10 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
 		return nil, conflict(id, ex.Status, "approved as shown (the plan is not the one you saw; reload it)")
 	}
-	// The level and phrase come from the stored plan, which checkBinding below proves is
-	// the one hashed and sealed, not from the risk and phrase columns, which no seal covers.
+	// The level and phrase come from the stored plan, not from the risk and phrase
+	// columns, which no seal covers. checkBinding below proves the plan is the one hashed
+	// and sealed, its steps' risk levels included when the seal is v3; a v2 seal left them
+	// out, but a level lowered under one is still found as a risk that rose since.
 	how, want := "confirm", ex.Plan.Phrase()
 	level, _ := ex.Plan.Risk()
 	if level == risk.High {

@@ -54,9 +54,12 @@ func SealUsage(ctx context.Context, pool *pgxpool.Pool, keyOf SealKey, newest in
 // EarlierSeal is the SealUsage entry that counts the v1 seals key made.
 func EarlierSeal(key string) string { return "v1:" + key }
 
-// sealMadeBy is the key that made ex's seal, as v2 or (v1) as a seal made before v2
-// (see Service.sealed); "" when none.
+// sealMadeBy is the key that made ex's seal, as v3 or v2 or (v1) as a seal made before
+// v2 (see Service.sealStateOf); "" when none.
 func sealMadeBy(keyOf SealKey, ex *Execution) (key string, v1 bool) {
+	if k := keyOf(sealInputV3(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal); k != "" {
+		return k, false
+	}
 	if k := keyOf(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan), ex.Seal); k != "" {
 		return k, false
 	}
@@ -69,7 +72,9 @@ func sealMadeBy(keyOf SealKey, ex *Execution) (key string, v1 bool) {
 // executions look altered. Each is sealed again in a transaction of its own with its row
 // locked, beside a serving Toolwarden. A seal no key verifies stays as it is: sealing it
 // again would vouch for an altered record; so does one made as v1 (before v2), which did
-// not cover the requester (Service.sealed refuses it). It returns how many it sealed again.
+// not cover the requester (Service.sealStateOf refuses it). A v2 seal is made again as
+// v3: it is accepted as it is, so covering from then on the risk levels it left out
+// vouches for nothing it did not. It returns how many it sealed again.
 // The connection identities the steps pinned under that key stay so (IdentityUsage).
 func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyOf SealKey) (int, error) {
 	stale := func(ex *Execution) bool {
@@ -103,7 +108,7 @@ func Reseal(ctx context.Context, pool *pgxpool.Pool, keys *secrets.Keyring, keyO
 			if ex.Seal == nil || !stale(ex) {
 				return nil
 			}
-			seal := keys.MAC(sealInputV2(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan))
+			seal := keys.MAC(sealInputV3(ex, ex.ApprovedHash, ex.RollbackHash, ex.RollbackPlan))
 			if _, err := tx.Exec(ctx, `/* executions.Reseal */ UPDATE executions SET seal = $2 WHERE id = $1`, id, seal); err != nil {
 				return err
 			}
