@@ -134,6 +134,10 @@ func (p builtinPreviewer) Fingerprint(ctx context.Context, conversation string, 
 	return p.b.Fingerprint(ctx, conversation, builtin.PreviewCall{Tool: bare(st.Tool), Arguments: st.Arguments})
 }
 
+func (p builtinPreviewer) SnapshotGone(_ context.Context, conversation, snapshotID string) (string, error) {
+	return p.b.SnapshotGone(conversation, snapshotID)
+}
+
 // BuiltinDisplay is the short line that says what a call of a built-in tool does
 // (qualified, with a dotted operation when the call named one), or "" for another
 // server's tool. It is made from the masked arguments: the line goes into events, audit

@@ -486,6 +486,9 @@ func (sn *snapshot) close() {
 	_ = sn.store.Close()
 }
 
+// errNoSnapshot: a snapshot's manifest is not in the store (PruneSnapshots removed it).
+var errNoSnapshot = errors.New("no snapshot")
+
 // manifest reads snapshot id's manifest from store, refusing one that another
 // conversation than c's took.
 func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
@@ -495,7 +498,7 @@ func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
 	}
 	b, err := store.ReadFile(filepath.Join(id, manifestName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("snapshotId: no snapshot %s", id)
+		return m, fmt.Errorf("snapshotId: %w %s", errNoSnapshot, id)
 	} else if err != nil {
 		return m, err
 	}
@@ -560,6 +563,45 @@ func (s *Server) restoreTargetsOf(c Call, id string) []target {
 		return nil
 	}
 	return s.restoreTargets(c, m)
+}
+
+// SnapshotGone says why snapshot id, taken in conversation, is no longer there for
+// restore_snapshot to put back, or "" while it is (or when it cannot tell: the restore
+// then says what is wrong). A rollback is planned with it: a restore of a pruned
+// snapshot would fail when it runs, and end the rollback before the undo steps after it.
+// It looks as restoreTargetsOf does, finishing nothing and making no store.
+func (s *Server) SnapshotGone(conversation, id string) (string, error) {
+	if !safeName.MatchString(id) {
+		return "", nil // not a snapshot id: the restore's to report
+	}
+	gone := fmt.Sprintf("its snapshot %s was pruned (older than the %s a snapshot is kept)", id, retentionText())
+	rr, err := os.OpenRoot(s.opts.Root)
+	if err != nil {
+		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)
+	}
+	defer rr.Close()
+	store, err := rr.OpenRoot(snapshotDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return gone, nil // no store: no snapshot was kept since it was made
+	} else if err != nil {
+		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)
+	}
+	defer store.Close()
+	c := Call{}
+	c.ConversationID = conversation
+	if _, err := manifest(store, c, id); errors.Is(err, errNoSnapshot) {
+		return gone, nil
+	}
+	return "", nil
+}
+
+// retentionText is SnapshotRetention as a person reads it ("7 days").
+func retentionText() string {
+	const day = 24 * time.Hour
+	if SnapshotRetention%day == 0 {
+		return fmt.Sprintf("%d days", SnapshotRetention/day)
+	}
+	return SnapshotRetention.String()
 }
 
 // restore puts back what snapshot id kept, newest change first; only the conversation
@@ -810,8 +852,9 @@ func (s *Server) putBack(w *write, store *os.Root, id string, e snapEntry, ar *o
 const SnapshotRetention = 7 * 24 * time.Hour
 
 // PruneSnapshots removes the snapshots taken before cutoff and returns how many, and
-// finishes those whose write a crash ended (finishAbandoned). A rollback that needs a
-// removed one fails saying its snapshot is gone.
+// finishes those whose write a crash ended (finishAbandoned). A rollback planned after
+// names a write whose snapshot was removed as not undone (SnapshotGone); one approved
+// before, whose restore runs after, fails saying its snapshot is gone.
 func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 	store, err := s.openStore()
 	if err != nil {

@@ -10,13 +10,19 @@ import (
 
 // Previewer shows, before approval, what steps will change (the built-in file tools:
 // a unified diff against the files as they are), and tells at run time whether what a
-// step expects to find is still there (app wires services/builtin).
+// step expects to find is still there, and when a rollback is planned whether a write's
+// snapshot still is (app wires services/builtin).
 type Previewer interface {
 	// PreviewPlan previews steps run in conversation for user (its id), in order (nil:
 	// nothing to show, also for what user may not read).
 	PreviewPlan(ctx context.Context, conversation, user string, steps []PreviewCall) ([]*StepPreview, error)
 	// Fingerprint is what step would find now, to compare with its preview's.
 	Fingerprint(ctx context.Context, conversation string, step PreviewCall) (string, error)
+	// SnapshotGone says why the snapshot snapshotID, taken in conversation, can no
+	// longer be restored ("its snapshot … was pruned (…)"), or "" while it can: a
+	// rollback lists a write whose snapshot is gone as not undone, not as a restore
+	// that would fail and end it.
+	SnapshotGone(ctx context.Context, conversation, snapshotID string) (string, error)
 }
 
 // PreviewCall is a step to preview: its tool's qualified name and its arguments.

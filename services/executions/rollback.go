@@ -344,10 +344,12 @@ func ignoreNotFound(err error) error {
 type RollbackPlan struct {
 	Steps []PlannedStep
 	// Missing are the steps nothing undoes, which stay as they are: "step 2
-	// (fs__write_file)", completed with no undo; "step 3 (…), interrupted: it may have
-	// taken effect", which no undo is run for (it may not have), and likewise "step 3
-	// (…), failed after its server got the call: …" (a timeout, say) and "step 3 (…),
-	// failed with the tool's own error: …" (an isError result).
+	// (fs__write_file)", completed with no undo; "step 2 (builtin__file_operations), its
+	// snapshot … was pruned (…): nothing undoes it", a built-in write whose snapshot is
+	// gone (builtin.SnapshotRetention); "step 3 (…), interrupted: it may have taken
+	// effect", which no undo is run for (it may not have), and likewise "step 3 (…),
+	// failed after its server got the call: …" (a timeout, say) and "step 3 (…), failed
+	// with the tool's own error: …" (an isError result).
 	Missing  []string
 	Risk     risk.Level
 	RiskWhy  string
@@ -373,6 +375,34 @@ func builtinUndo(st Step) *RequestStep {
 	}
 	args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": st.SnapshotID})
 	return &RequestStep{Tool: builtinFiles, Arguments: args}
+}
+
+// snapshotGone says why the snapshot undo step p (prepared for a rollback of ex) would
+// restore is gone, or "" when p is no built-in restore_snapshot or its snapshot is there.
+// When the check itself fails the step is planned: its restore says what is wrong.
+func (s *Service) snapshotGone(ctx context.Context, ex *Execution, p *router.Prepared) string {
+	if s.opts.Previewer == nil || !isBuiltinFiles(p.Tool) {
+		return ""
+	}
+	args := p.Effective
+	if len(args) == 0 || string(args) == "null" {
+		args = p.Arguments
+	}
+	var a struct {
+		Operation  string `json:"operation"`
+		SnapshotID string `json:"snapshotId"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.SnapshotID == "" ||
+		(a.Operation != "restore_snapshot" && p.Tool != builtinFiles+".restore_snapshot") {
+		return ""
+	}
+	gone, err := s.opts.Previewer.SnapshotGone(ctx, ex.conversation(), a.SnapshotID)
+	if err != nil {
+		s.log.Warn("executions: could not tell whether a rollback's snapshot is still kept", "execution", ex.ID,
+			"snapshot", a.SnapshotID, "err", err)
+		return ""
+	}
+	return gone
 }
 
 // isBuiltinFiles reports whether tool (a step's tool name) is the built-in file tool
@@ -554,6 +584,13 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 			if err := addRouterError(e, fmt.Sprintf("/steps/%d/undo", pos), err); err != nil {
 				return nil, nil, err
 			}
+			continue
+		}
+		// A restore whose snapshot was pruned would fail when it runs and end the rollback,
+		// skipping the undo steps after it: the step is named as not undone instead, so the
+		// person sees it before approving and the other undo steps still run.
+		if gone := s.snapshotGone(ctx, ex, p); gone != "" {
+			rp.Missing = append(rp.Missing, fmt.Sprintf("step %d (%s), %s: nothing undoes it", pos+1, st.Tool, gone))
 			continue
 		}
 		secret, err := s.secretArgs(ctx, p.ToolID)
