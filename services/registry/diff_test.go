@@ -119,7 +119,7 @@ func TestDiff(t *testing.T) {
 		{"parameter made optional", def("d", obj), def("d", `{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer"}}}`),
 			[]change{{"parameter_optional", "/path", false}}},
 		{"other schema keyword", def("d", obj), def("d", `{"type":"object","properties":{"path":{"type":"string"},"n":{"type":"integer"}},"required":["path"],"additionalProperties":false}`),
-			[]change{{"input_schema", "", false}}},
+			[]change{{"input_schema", "", true}}}, // it refuses arguments it accepted
 		{"output schema", registry.ToolDef{Name: "t", InputSchema: json.RawMessage(obj)},
 			registry.ToolDef{Name: "t", InputSchema: json.RawMessage(obj), OutputSchema: json.RawMessage(`{"type":"object"}`)},
 			[]change{{"output_schema", "", false}}},

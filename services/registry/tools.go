@@ -149,8 +149,8 @@ func canonical(raw json.RawMessage) any {
 
 // Change is one difference between two versions of a tool definition.
 type Change struct {
-	Kind     string `json:"kind"` // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, description, title, behaviour, input_schema, output_schema, annotations, more
-	Path     string `json:"path,omitempty"`
+	Kind     string `json:"kind"`           // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, parameter_changed, description, title, behaviour, input_schema, output_schema, annotations, more
+	Path     string `json:"path,omitempty"` // a parameter's, "/o/b" for b within object parameter o
 	Message  string `json:"message"`
 	Breaking bool   `json:"breaking"`
 }
@@ -200,8 +200,9 @@ func ClipChanges(cs []Change) []Change {
 }
 
 // Diff lists what changed from old to new; a change is breaking when a caller that
-// worked with old could fail with new (removed or retyped parameter, newly required one).
-// The list is bounded by ClipChanges.
+// worked with old could fail with new (removed or retyped parameter, newly required one,
+// at any depth, or input schema keywords that can refuse arguments accepted before:
+// inputDiff.refuses). The list is bounded by ClipChanges.
 func Diff(old, new ToolDef) []Change {
 	var out []Change
 	if old.Title != new.Title {
@@ -221,49 +222,7 @@ func Diff(old, new ToolDef) []Change {
 		out = append(out, Change{Kind: "behaviour",
 			Message: "what the template tool does (its command, request and output parser) is now part of its definition"})
 	}
-	op, or := schemaProps(old.InputSchema)
-	np, nr := schemaProps(new.InputSchema)
-	for _, name := range slices.Sorted(maps.Keys(op)) {
-		n, ok := np[name]
-		switch {
-		case !ok:
-			out = append(out, Change{Kind: "parameter_removed", Path: "/" + clipName(name), Breaking: true,
-				Message: fmt.Sprintf("parameter %q was removed", clipName(name))})
-		case typeOf(op[name]) != typeOf(n):
-			out = append(out, Change{Kind: "parameter_retyped", Path: "/" + clipName(name), Breaking: true,
-				Message: fmt.Sprintf("parameter %q changed type from %s to %s", clipName(name), typeOf(op[name]), typeOf(n))})
-		case !jsonEqual(op[name], n):
-			out = append(out, Change{Kind: "parameter_changed", Path: "/" + clipName(name),
-				Message: fmt.Sprintf("parameter %q changed", clipName(name))})
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(np)) {
-		if _, ok := op[name]; !ok {
-			c := Change{Kind: "parameter_added", Path: "/" + clipName(name), Message: fmt.Sprintf("parameter %q was added", clipName(name))}
-			if nr[name] {
-				c.Breaking = true
-				c.Message = fmt.Sprintf("required parameter %q was added", clipName(name))
-			}
-			out = append(out, c)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(nr)) {
-		if _, existed := op[name]; existed && !or[name] {
-			out = append(out, Change{Kind: "parameter_required", Path: "/" + clipName(name), Breaking: true,
-				Message: fmt.Sprintf("parameter %q is now required", clipName(name))})
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(or)) {
-		if _, still := np[name]; still && !nr[name] {
-			out = append(out, Change{Kind: "parameter_optional", Path: "/" + clipName(name),
-				Message: fmt.Sprintf("parameter %q is now optional", clipName(name))})
-		}
-	}
-	if len(out) == 0 || !slices.ContainsFunc(out, func(c Change) bool { return strings.HasPrefix(c.Kind, "parameter_") }) {
-		if !jsonEqual(old.InputSchema, new.InputSchema) {
-			out = append(out, Change{Kind: "input_schema", Message: "input schema changed"})
-		}
-	}
+	out = append(out, diffInput(old.InputSchema, new.InputSchema)...)
 	if !jsonEqual(old.OutputSchema, new.OutputSchema) {
 		out = append(out, Change{Kind: "output_schema", Message: "output schema changed"})
 	}
@@ -273,30 +232,308 @@ func Diff(old, new ToolDef) []Change {
 	return ClipChanges(out)
 }
 
-// schemaProps returns the top-level properties of an object schema and its required set.
-func schemaProps(raw json.RawMessage) (map[string]json.RawMessage, map[string]bool) {
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   []string                   `json:"required"`
-	}
-	_ = json.Unmarshal(raw, &s)
-	req := map[string]bool{}
-	for _, r := range s.Required {
-		req[r] = true
-	}
-	if s.Properties == nil {
-		s.Properties = map[string]json.RawMessage{}
-	}
-	return s.Properties, req
+// Input schemas come from servers, which may be hostile: Diff decodes each once, looks
+// at most maxDiffDepth schemas deep (parameters in parameters, items, ...) and compares
+// at most maxDiffSchemas nested schemas; a difference it does not look into counts as
+// breaking.
+const (
+	maxDiffDepth   = 8
+	maxDiffSchemas = 10_000
+)
+
+// inputDiff collects the changes between two input schemas.
+type inputDiff struct {
+	out  []Change
+	work int // nested schemas compared so far
 }
 
-// typeOf is a property's declared type as text ("string", "[integer null]", "any").
-func typeOf(raw json.RawMessage) string {
-	var p struct {
-		Type any `json:"type"`
+// diffInput lists the parameters removed, retyped, added, made required or optional,
+// or otherwise changed, at any depth down to maxDiffDepth (a parameter b of an object
+// parameter o is /o/b), then an input_schema change when the schema's other keywords
+// changed (or when nothing else explains a difference, such as required reordered).
+func diffInput(old, new json.RawMessage) []Change {
+	o, n := canonical(old), canonical(new)
+	if same(o, n) {
+		return nil
 	}
-	_ = json.Unmarshal(raw, &p)
-	switch t := p.Type.(type) {
+	var d inputDiff
+	om, oOK := schemaOf(o)
+	nm, nOK := schemaOf(n)
+	if !oOK || !nOK {
+		return []Change{{Kind: "input_schema", Breaking: true, Message: "input schema changed (it is not a JSON object)"}}
+	}
+	d.object("", om, nm, 0)
+	switch {
+	case !keywordsEqual(om, nm):
+		c := Change{Kind: "input_schema", Message: "input schema changed"}
+		if d.refuses(om, nm, 0) {
+			c.Breaking, c.Message = true, "input schema changed: it can refuse arguments it accepted before"
+		}
+		d.out = append(d.out, c)
+	case len(d.out) == 0:
+		d.out = append(d.out, Change{Kind: "input_schema", Message: "input schema changed"})
+	}
+	return d.out
+}
+
+// object lists the changes to the properties and required list of an object schema
+// whose parameter path is prefix ("" for the input schema itself). A name newly
+// required is breaking whether or not properties declares it.
+func (d *inputDiff) object(prefix string, old, new map[string]any, depth int) {
+	op, or := props(old)
+	np, nr := props(new)
+	// The path and the name a message quotes, each clipped once.
+	path := func(name string) (string, string) {
+		label := name
+		if prefix != "" {
+			label = prefix[1:] + "/" + name
+		}
+		return prefix + "/" + clipName(name), clipName(label)
+	}
+	for _, name := range slices.Sorted(maps.Keys(op)) {
+		p, label := path(name)
+		n, ok := np[name]
+		switch {
+		case !ok:
+			d.out = append(d.out, Change{Kind: "parameter_removed", Path: p, Breaking: true,
+				Message: fmt.Sprintf("parameter %q was removed", label)})
+		case typeOf(op[name]) != typeOf(n):
+			d.out = append(d.out, Change{Kind: "parameter_retyped", Path: p, Breaking: true,
+				Message: fmt.Sprintf("parameter %q changed type from %s to %s", label, typeOf(op[name]), typeOf(n))})
+		case !same(op[name], n):
+			d.changed(p, label, op[name], n, depth+1)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(np)) {
+		if _, ok := op[name]; !ok {
+			p, label := path(name)
+			c := Change{Kind: "parameter_added", Path: p, Message: fmt.Sprintf("parameter %q was added", label)}
+			if nr[name] {
+				c.Breaking = true
+				c.Message = fmt.Sprintf("required parameter %q was added", label)
+			}
+			d.out = append(d.out, c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(nr)) {
+		_, before := op[name]
+		_, now := np[name]
+		if !or[name] && (before || !now) { // a declared parameter added required is parameter_added above
+			p, label := path(name)
+			c := Change{Kind: "parameter_required", Path: p, Breaking: true,
+				Message: fmt.Sprintf("parameter %q is now required", label)}
+			if !now {
+				c.Message = fmt.Sprintf("parameter %q is now required (it is not declared)", label)
+			}
+			d.out = append(d.out, c)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(or)) {
+		_, before := op[name]
+		_, now := np[name]
+		if !nr[name] && (now || !before) { // a parameter removed is parameter_removed above
+			p, label := path(name)
+			d.out = append(d.out, Change{Kind: "parameter_optional", Path: p,
+				Message: fmt.Sprintf("parameter %q is now optional", label)})
+		}
+	}
+}
+
+// changed lists how a parameter of the same type in both versions changed: itself
+// (parameter_changed, breaking when its keywords can refuse a value they accepted),
+// then the parameters nested in it when it is an object.
+func (d *inputDiff) changed(path, label string, old, new any, depth int) {
+	c := Change{Kind: "parameter_changed", Path: path, Message: fmt.Sprintf("parameter %q changed", label)}
+	om, oOK := schemaOf(old)
+	nm, nOK := schemaOf(new)
+	switch {
+	case depth > maxDiffDepth || d.work >= maxDiffSchemas:
+		c.Breaking, c.Message = true, fmt.Sprintf("parameter %q changed (too deeply nested or too large to compare, so counted as breaking)", label)
+		d.out = append(d.out, c)
+		return
+	case !oOK || !nOK:
+		c.Breaking = true
+		d.out = append(d.out, c)
+		return
+	}
+	d.work++
+	if d.refuses(om, nm, depth) {
+		c.Breaking, c.Message = true, fmt.Sprintf("parameter %q changed: it can refuse values it accepted before", label)
+	}
+	at := len(d.out)
+	if !keywordsEqual(om, nm) {
+		d.out = append(d.out, c)
+	}
+	d.object(path, om, nm, depth)
+	if len(d.out) == at { // e.g. a nested required list reordered
+		d.out = append(d.out, c)
+	}
+}
+
+// validating are the JSON Schema keywords (draft 4 to 2020-12) that can refuse a value;
+// the others (title, description, default, examples, format, deprecated, $comment,
+// $schema, and keywords JSON Schema does not define) only describe, so changing them
+// breaks no caller.
+var validating = map[string]bool{
+	"type": true, "enum": true, "const": true, "multipleOf": true, "maximum": true, "exclusiveMaximum": true,
+	"minimum": true, "exclusiveMinimum": true, "maxLength": true, "minLength": true, "pattern": true,
+	"maxItems": true, "minItems": true, "uniqueItems": true, "maxContains": true, "minContains": true,
+	"contains": true, "items": true, "prefixItems": true, "additionalItems": true, "unevaluatedItems": true,
+	"maxProperties": true, "minProperties": true, "additionalProperties": true, "patternProperties": true,
+	"unevaluatedProperties": true, "propertyNames": true, "dependentRequired": true, "dependentSchemas": true,
+	"dependencies": true, "allOf": true, "anyOf": true, "oneOf": true, "not": true, "if": true, "then": true,
+	"else": true, "$ref": true, "$dynamicRef": true, "$recursiveRef": true, "$defs": true, "definitions": true,
+}
+
+// refuses reports whether a schema whose keywords (properties and required aside, which
+// Diff compares parameter by parameter) went from old to new can refuse a value old
+// accepted. The rule is simple and cautious: type refuses when it allows fewer types
+// (integer within number); additionalProperties and items when they turn false, or from
+// accepting anything into a schema, or into a schema that refuses (schemaRefuses); any
+// other validating keyword when it is added or changed, never when it is removed; a
+// describing keyword never.
+func (d *inputDiff) refuses(old, new map[string]any, depth int) bool {
+	for k, n := range new {
+		o, had := old[k]
+		if !validating[k] || (had && same(o, n)) {
+			continue
+		}
+		switch k {
+		case "type":
+			if typesNarrowed(o, n) {
+				return true
+			}
+		case "additionalProperties", "items":
+			if !acceptsAll(n) && (acceptsAll(o) || n == false || d.schemaRefuses(o, n, depth+1)) {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// schemaRefuses is refuses for two schemas that differ, counting a property removed or
+// retyped or a name newly required as refusing, as Diff does for parameters.
+func (d *inputDiff) schemaRefuses(old, new any, depth int) bool {
+	if depth > maxDiffDepth || d.work >= maxDiffSchemas {
+		return true
+	}
+	d.work++
+	om, oOK := schemaOf(old)
+	nm, nOK := schemaOf(new)
+	if !oOK || !nOK || d.refuses(om, nm, depth) {
+		return true
+	}
+	op, or := props(om)
+	np, nr := props(nm)
+	for name := range nr {
+		if !or[name] {
+			return true
+		}
+	}
+	for name, o := range op {
+		n, ok := np[name]
+		if !ok || typeOf(o) != typeOf(n) || (!same(o, n) && d.schemaRefuses(o, n, depth+1)) {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaOf is a decoded schema as an object; ok is false when it is present but not an
+// object (true, false, or text that is not JSON).
+func schemaOf(v any) (m map[string]any, ok bool) {
+	switch x := v.(type) {
+	case nil:
+		return nil, true
+	case map[string]any:
+		return x, true
+	}
+	return nil, false
+}
+
+// props returns an object schema's properties and its required set.
+func props(m map[string]any) (map[string]any, map[string]bool) {
+	p, _ := m["properties"].(map[string]any)
+	if p == nil {
+		p = map[string]any{}
+	}
+	req := map[string]bool{}
+	r, _ := m["required"].([]any)
+	for _, x := range r {
+		if s, ok := x.(string); ok {
+			req[s] = true
+		}
+	}
+	return p, req
+}
+
+// keywordsEqual reports whether two object schemas agree on every keyword but
+// properties and required.
+func keywordsEqual(a, b map[string]any) bool {
+	for k, v := range a {
+		if w, ok := b[k]; k != "properties" && k != "required" && (!ok || !same(v, w)) {
+			return false
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; k != "properties" && k != "required" && !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// acceptsAll reports whether a decoded subschema is absent, true or {}.
+func acceptsAll(v any) bool {
+	m, isMap := v.(map[string]any)
+	return v == nil || v == true || (isMap && len(m) == 0)
+}
+
+// typesNarrowed reports whether a type keyword went from old to new allowing fewer
+// types (absent allows all; integer is within number).
+func typesNarrowed(old, new any) bool {
+	n := typeSet(new)
+	if n == nil {
+		return false
+	}
+	o := typeSet(old)
+	if o == nil {
+		return true
+	}
+	for t := range o {
+		if !n[t] && (t != "integer" || !n["number"]) {
+			return true
+		}
+	}
+	return false
+}
+
+// typeSet is the types a decoded type keyword allows; nil when absent (any type).
+func typeSet(v any) map[string]bool {
+	if v == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	switch t := v.(type) {
+	case string:
+		set[t] = true
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				set[s] = true
+			}
+		}
+	}
+	return set
+}
+
+// typeOf is a decoded property's declared type as text ("string", "[integer null]", "any").
+func typeOf(v any) string {
+	m, _ := v.(map[string]any)
+	switch t := m["type"].(type) {
 	case string:
 		return t
 	case []any:
@@ -308,6 +545,36 @@ func typeOf(raw json.RawMessage) string {
 		return "[" + strings.Join(parts, " ") + "]"
 	}
 	return "any"
+}
+
+// same reports whether two values canonical decoded are the same JSON, as jsonEqual
+// does for their text, without encoding them again.
+func same(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !same(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !same(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
