@@ -11,7 +11,9 @@ import (
 // ArgumentRisk is the risk a built-in tool's call carries by its arguments (tool is
 // the bare name): terminal_operations' run_command command by CommandRisk, send_input's
 // input by InputRisk, file_operations' writes by fileWriteRisk. The router raises the tool's
-// risk to it, never lowers it.
+// risk to it, never lowers it. send_input is rated alone here, where neither the caller
+// nor (on another replica) the terminal is known; the terminal rates it again with the
+// unfinished line it joins (Terminal.Input, joinedRisk).
 func ArgumentRisk(tool string, args json.RawMessage) (risk.Level, string, bool) {
 	if tool == "file_operations" {
 		return fileWriteRisk(args)

@@ -16,16 +16,19 @@ var commandRules = []struct {
 	why   string
 	match func(cmd string) bool
 }{
-	{"deletes recursively and by force (rm -rf)", rmRecursiveForce},
+	// run_command's stdin is /dev/null, so -f changes nothing there: -r alone deletes as much.
+	{"deletes recursively (rm -r, rm -rf)", rmRecursive},
 	{"runs as root (sudo)", re("(^|[;&|(\\s`{,])(\\S*/)?sudo($|[\\s;&|)`},])")},
-	{"pipes a download into a shell (curl … | sh)", re(`\b(curl|wget|fetch)\b[^;&\n]*\|&?\s*` + shellWord)},
+	// Whatever feeds the pipe (a download, base64 -d, a file), the shell runs text the
+	// command line does not show; || is no pipe.
+	{"pipes into a shell what another command prints (curl … | sh, base64 -d | bash)", re(`(^|[^|])\|&?\s*` + shellWord)},
 	{"feeds a download to a shell (sh <(curl …), sh -c \"$(curl …)\")", re(`(^|[;&|(\s]|\x60)(\S*/)?((ba|z|da|k|fi)?sh|source|\.)\s[^;&|\n]*(<\(|\$\(|\x60)\s*(curl|wget|fetch)\b`)},
 	{"makes a file system (mkfs)", re(`\bmkfs(\.\w+)?\b`)},
 	{"writes raw blocks (dd of=)", re(`\bdd\b[^;&|\n]*\bof=`)},
 	{"changes permissions recursively (chmod -R)", chmodRecursive},
 	{"force-pushes (git push --force)", gitForcePush},
 	{"writes to a device file", deviceWrite},
-	{"builds the command it runs (eval, or a command word made by $(…) or `…`)", builtCommand},
+	{"builds the command it runs (eval, or a command word made by $(…), `…` or a variable)", builtCommand},
 }
 
 // shellWord is a shell a pipe feeds, after any wrappers that run their arguments as a
@@ -234,18 +237,20 @@ func ifsSpaced(cmd string) string {
 	return ifsWord.ReplaceAllString(cmd, " ")
 }
 
-// builtWord finds a command word the text does not show: eval, or a word made by $(…)
-// or `…`, where a command word can be: at the start or after what ends a command or
-// opens one (; & | newline ( and an opening backtick), past reserved words (if, then,
-// do, !, {, …), assignments (X=1) and words that run the rest as a command (command,
-// builtin, exec, env, nice, nohup, sudo, time, with their options). In the text it
-// reads, an opening backtick is \x01 and a closing one \x02 (see markBackticks); a
-// closing one where a command word starts counts too, in case the count is off.
-var builtWord = regexp.MustCompile(`(?:^|[;&|(\n\x01])\s*` +
+// builtWord finds a command word the text does not show: eval, or a word made by $(…),
+// `…` or a variable ($a, ${a}, "$@"), where a command word can be: at the start or after
+// what ends a command or opens one (; & | newline ( and an opening backtick), past
+// reserved words (if, then, do, !, {, …), assignments (X=1) and words that run the rest
+// as a command (command, builtin, exec, env, nice, nohup, sudo, time, with their
+// options). A ( right after ( or = opens no command: (( $i > 1 )), $(( $n + 1 )) and
+// a=( $list ) are arithmetic and an array. In the text it reads, an opening backtick is
+// \x01 and a closing one \x02 (see markBackticks); a closing one where a command word
+// starts counts too, in case the count is off.
+var builtWord = regexp.MustCompile(`(?:^|[;&|\n\x01]|(?:^|[^(=])\()\s*` +
 	`(?:(?:if|then|else|elif|while|until|do|coproc|!|\{)\s+` +
 	`|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:"(?:[^"\\]|\\.)*"|'[^']*'|\$\([^()]*\)|\x01[^\x02]*\x02|[^\s;&|()"'\x01\x02])*\s+` +
 	`|(?:[^\s;&|()]*/)?(?:command|builtin|exec|env|nice|nohup|sudo|time)(?:\s+(?:-[^\s;&|()]*|\d+|[A-Za-z_][A-Za-z0-9_]*=[^\s;&|()]*))*\s+)*` +
-	`(?:eval\b|\x02|[^\s;&|()=<>\x01\x02]*(?:\$\(|\x01))`)
+	`(?:eval\b|\x02|[^\s;&|()=<>\x01\x02]*(?:\$\(|\$[A-Za-z_{0-9@*#?!$-]|\x01))`)
 
 // markBackticks tells opening backticks (\x01) from closing ones (\x02) by counting, so
 // that a command starts after `, not after the ` that ends one (echo `date` `whoami`).
@@ -306,21 +311,21 @@ func commandArgs(cmd, name string, f func(args []string) bool) bool {
 	return false
 }
 
-// rmRecursiveForce finds an rm given both -r (or -R, --recursive) and -f (--force).
-func rmRecursiveForce(cmd string) bool {
+// rmRecursive finds an rm given -r (or -R, --recursive, or a cluster holding one: -rv),
+// with or without -f.
+func rmRecursive(cmd string) bool {
 	return commandArgs(cmd, "rm", func(args []string) bool {
-		var rec, force bool
 		for _, a := range args {
 			switch {
 			case strings.HasPrefix(a, "--"):
-				rec = rec || longOption(a, "--recursive")
-				force = force || longOption(a, "--force")
-			case strings.HasPrefix(a, "-"):
-				rec = rec || strings.ContainsAny(a, "rR")
-				force = force || strings.Contains(a, "f")
+				if longOption(a, "--recursive") {
+					return true
+				}
+			case strings.HasPrefix(a, "-") && strings.ContainsAny(a, "rR"):
+				return true
 			}
 		}
-		return rec && force
+		return false
 	})
 }
 
@@ -418,6 +423,15 @@ func braced(cmd string) (_ string, ok bool) {
 // matches, ok false otherwise. The rules see the text as given, and as unquoted and
 // shellRead read it, with $IFS as a space, each also with its brace expansions expanded.
 func CommandRisk(cmd string) (risk.Level, string, bool) {
+	whys := commandWhys(cmd)
+	if len(whys) == 0 {
+		return "", "", false
+	}
+	return risk.High, "the command " + strings.Join(whys, "; "), true
+}
+
+// commandWhys are the reasons of the rules cmd matches (CommandRisk), in the rules' order.
+func commandWhys(cmd string) []string {
 	var whys []string
 	forms, ok := []string{cmd}, true
 	for _, plain := range []string{ifsSpaced(unquoted(cmd)), ifsSpaced(shellRead(cmd))} {
@@ -432,10 +446,7 @@ func CommandRisk(cmd string) (risk.Level, string, bool) {
 	if !ok {
 		whys = append(whys, "has more brace expansions than can be rated")
 	}
-	if len(whys) == 0 {
-		return "", "", false
-	}
-	return risk.High, "the command " + strings.Join(whys, "; "), true
+	return whys
 }
 
 // historyLine finds what makes an interactive shell run a line from its history rather
@@ -443,43 +454,98 @@ func CommandRisk(cmd string) (risk.Level, string, bool) {
 // end is not one), ^old^new at the start, and fc (zsh's r too).
 var historyLine = regexp.MustCompile("![^\\s=(]|^\\s*\\^|(^|[;&|(`])\\s*(fc|r)(\\s|$)")
 
-// InputRisk is the risk of keys typed into a terminal (send_input): each line a fresh
-// lineEditor rebuilds from them, and what is left unfinished, is rated as the shell
-// will run it (CommandRisk), and so are the keys as given, as a net where the program
-// reading them is no shell. A line the shell changes from its history or with keys the
-// editor does not follow, or one longer than the editor keeps, is HIGH, since what it
-// runs is not (all) in the text.
-func InputRisk(input string) (risk.Level, string, bool) {
-	var e lineEditor
+// inputWhys are why typed keys make a call HIGH: of the line (its history, editing or
+// length) and of the command it spells (a rule's reason), each once.
+type inputWhys struct{ line, command []string }
+
+func (w *inputWhys) add(line bool, why string) {
+	list := &w.command
+	if line {
+		list = &w.line
+	}
+	if !slices.Contains(*list, why) {
+		*list = append(*list, why)
+	}
+}
+
+// rateLine adds the reasons of one line the shell gets (finished or not).
+func (w *inputWhys) rateLine(l edited) {
+	if l.shell {
+		w.add(true, "line is changed by the shell's history, completion or editing keys, so what it runs is not in the text")
+	}
+	if l.cut {
+		w.add(true, fmt.Sprintf("line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
+	}
+	if historyLine.MatchString(l.text) {
+		w.add(true, "line runs a command from the shell's history (!, ^old^new, fc)")
+	}
+	for _, why := range commandWhys(l.text) {
+		w.add(false, why)
+	}
+}
+
+// rateInput adds the reasons of input typed at e (which it feeds): each line e rebuilds
+// from it, and what is left unfinished, as the shell will run it, and the keys as given,
+// as a net where the program reading them is no shell.
+func (w *inputWhys) rateInput(e *lineEditor, input string) {
 	lines := e.feed([]byte(input))
 	if len(e.line) > 0 || e.shellEdited || e.cut {
 		lines = append(lines, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
 	}
-	var whys []string
-	add := func(why string) {
-		if !slices.Contains(whys, why) {
-			whys = append(whys, why)
-		}
-	}
 	for _, l := range lines {
-		if l.shell {
-			add("line is changed by the shell's history, completion or editing keys, so what it runs is not in the text")
-		}
-		if l.cut {
-			add(fmt.Sprintf("line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
-		}
-		if historyLine.MatchString(l.text) {
-			add("line runs a command from the shell's history (!, ^old^new, fc)")
-		}
-		if _, why, ok := CommandRisk(l.text); ok {
-			add(why)
-		}
+		w.rateLine(l)
 	}
-	if _, why, ok := CommandRisk(input); ok {
-		add(why)
+	for _, why := range commandWhys(input) {
+		w.add(false, why)
 	}
-	if len(whys) == 0 {
+}
+
+func (w *inputWhys) String() string {
+	whys := w.line
+	if len(w.command) > 0 {
+		whys = append(slices.Clip(whys), "the command "+strings.Join(w.command, "; "))
+	}
+	return strings.Join(whys, "; ")
+}
+
+// InputRisk is the risk of keys typed into a terminal (send_input), rated alone, as if
+// at an empty line (rateInput): HIGH when a line they make, or the keys as given, match a
+// rule (CommandRisk), and when a line the shell changes from its history or with keys
+// the editor does not follow, or one longer than the editor keeps, since what it runs is
+// not (all) in the text. Terminal.Input rates them with the line they join (joinedRisk).
+func InputRisk(input string) (risk.Level, string, bool) {
+	var w inputWhys
+	w.rateInput(&lineEditor{}, input)
+	if len(w.line)+len(w.command) == 0 {
 		return "", "", false
 	}
-	return risk.High, "the typed " + strings.Join(whys, "; "), true
+	return risk.High, "the typed " + w.String(), true
+}
+
+// joinedRisk is what input, typed at the unfinished line held (the editor as the keys
+// before left it; not changed), makes HIGH that neither the input alone (InputRisk,
+// which the router rated the call by) nor the held line carried: "rm -r" then "f ~/x\n"
+// is rm -rf ~/x, though each piece rates nothing. "" when nothing: the held line's own
+// reasons came with keys rated (and approved) before, or typed by a person.
+func joinedRisk(held *lineEditor, input string) string {
+	if len(held.line) == 0 && len(held.pending) == 0 && !held.shellEdited && !held.cut && !held.literal {
+		return "" // a fresh line: the input alone is what was rated
+	}
+	var joined, alone, before inputWhys
+	e := held.clone()
+	joined.rateInput(&e, input)
+	alone.rateInput(&lineEditor{}, input)
+	before.rateLine(edited{text: string(held.line), shell: held.shellEdited, cut: held.cut})
+	var added inputWhys
+	for _, why := range joined.line {
+		if !slices.Contains(alone.line, why) && !slices.Contains(before.line, why) {
+			added.add(true, why)
+		}
+	}
+	for _, why := range joined.command {
+		if !slices.Contains(alone.command, why) && !slices.Contains(before.command, why) {
+			added.add(false, why)
+		}
+	}
+	return added.String()
 }

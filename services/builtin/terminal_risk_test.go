@@ -38,11 +38,11 @@ func TestCommandRisk(t *testing.T) {
 		}
 	}
 	low := []string{
-		"rm -r build", "rm -f x.o", "ls -rf", "echo sudoku", "curl -o x https://x", "curl x > install.sh",
+		"rm -f x.o", "ls -rf", "echo sudoku", "curl -o x https://x", "curl x > install.sh",
 		"chmod 644 a", "git push origin main", "git push --tags", "echo x > /dev/null", "cmd 2>/dev/stderr",
 		"npm test", "echo hi >/dev/tty",
 		"echo $(date)", "x=$(git rev-parse HEAD)", "grep eval main.go", `echo "it's fine"`,
-		"rm --verbose -r x", "git push --follow-tags", "cat /etc/sudo.conf", "curl x | grep sh", "echo {a,b}",
+		"git push --follow-tags", "cat /etc/sudo.conf", "curl x | grep sh", "echo {a,b}",
 		"bash <(cat x)", "echo x >| out.txt",
 	}
 	for _, c := range low {

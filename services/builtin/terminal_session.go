@@ -188,6 +188,11 @@ func (l TypedLine) Hidden() bool { return l.EchoOff || l.AfterLine }
 // API token (ActorKind "token", TokenID) when an agent's call did.
 type TerminalCaller struct{ UserID, UserName, Source, ActorKind, TokenID string }
 
+// browserSource is TerminalCaller.Source of keys a person types on the /terminals page
+// (web/terminal_ws.go): they reach the shell past the router, so no rating of a call
+// holds them (Input).
+const browserSource = "browser"
+
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
 	opts     TerminalOptions
@@ -1094,6 +1099,19 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	}
 	t.inMu.Lock()
 	before := t.inLine.clone()
+	t.inMu.Unlock()
+	// The router rated a call's input alone; the line it joins is known here, where the
+	// terminal runs (a call another replica took is forwarded here). Keys typed on the
+	// page are a person's, rated by no one. Rated outside inMu: only Input (under
+	// typing) changes inLine.
+	if who.Source != browserSource {
+		if why := joinedRisk(&before, s); why != "" {
+			return fmt.Errorf("not typed: with what its line already holds, the %s, which rating each input alone "+
+				"does not show; type the whole line in one send_input (Ctrl-U, \\u0015, first clears what the line "+
+				"holds), so that it is rated as a whole", why)
+		}
+	}
+	t.inMu.Lock()
 	lines := t.inLine.feed([]byte(s))
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil && len(lines) > 0 {

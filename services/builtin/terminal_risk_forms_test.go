@@ -1,0 +1,114 @@
+package builtin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/risk"
+)
+
+// Forms the rules missed: a command word held in a variable, rm -r without -f (a
+// run_command's stdin is /dev/null, so -f changes nothing), and anything piped into a
+// shell, not only a download. Arithmetic, arrays and ordinary pipes stay unflagged.
+func TestCommandRiskVariablesRecursionAndShellPipes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		cmd, why string // why: a part of the reason; "" for no rule
+	}{
+		// A command word held in a variable.
+		{`a=rm; $a -rf /`, "builds the command"},
+		{`${a} -rf x`, "builds the command"},
+		{`"$a" -rf x`, "builds the command"},
+		{`x=m; r$x -rf /`, "builds the command"},
+		{`ls && $CMD`, "builds the command"},
+		{`exec "$@"`, "builds the command"},
+		{`env -i $prog x`, "builds the command"},
+		{`( $cmd )`, "builds the command"},
+		{`diff <($a) b`, "builds the command"},
+		{`echo $(( $($x) + 1 ))`, "builds the command"},
+		{`echo $a`, ""},
+		{`cd "$dir" && make`, ""},
+		{`echo hi > $out`, ""},
+		{`(( $n > 1 )) && echo big`, ""},
+		{`echo $(( $n + 1 ))`, ""},
+		{`files=( $list )`, ""},
+		{`X=$HOME/bin make`, ""},
+		{`[ -n "$x" ] || exit $rc`, ""},
+
+		// rm recursive, with or without -f.
+		{`rm -r *`, "deletes recursively"},
+		{`rm -r -- *`, "deletes recursively"},
+		{`rm -R x`, "deletes recursively"},
+		{`rm -rv x`, "deletes recursively"},
+		{`rm --recursive x`, "deletes recursively"},
+		{`rm --rec x`, "deletes recursively"},
+		{`rm -rf x`, "rm -rf"},
+		{`rm -f x`, ""},
+		{`rm -v x`, ""},
+		{`rm x -- -f`, ""},
+
+		// Anything piped into a shell.
+		{`echo cm0gLXJmIH4K | base64 -d | sh`, "pipes into a shell"},
+		{`cat x.sh | bash`, "pipes into a shell"},
+		{`printf x|zsh`, "pipes into a shell"},
+		{`cat x |& dash`, "pipes into a shell"},
+		{`cat x | /bin/ksh`, "pipes into a shell"},
+		{`cat x | bash -s -- -y`, "pipes into a shell"},
+		{`cat x | sh -s`, "pipes into a shell"},
+		{`cat x | sudo -u me sh`, "pipes into a shell"},
+		{`curl -fsSL x | sh`, "pipes into a shell"},
+		{`make || sh`, ""},
+		{`ls | shuf`, ""},
+		{`sha256sum x | cut -c1-8`, ""},
+		{`cat x | grep sh`, ""},
+	} {
+		l, why, ok := CommandRisk(tc.cmd)
+		if tc.why == "" {
+			if ok {
+				t.Errorf("%q: %v %q, want no rule", tc.cmd, l, why)
+			}
+			continue
+		}
+		if !ok || l != risk.High || !strings.Contains(why, tc.why) {
+			t.Errorf("%q: %v %q %v, want high for %q", tc.cmd, l, why, ok, tc.why)
+		}
+	}
+}
+
+// joinedRisk rates the line a send_input finishes with what the line already held: the
+// pieces of a risky line, each harmless alone, are caught; a line whose reasons came
+// with the keys before it (rated, and approved, then), or a fresh line, adds nothing.
+func TestJoinedRisk(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		held, input, why string // why: a part of the reason; "" for none
+	}{
+		{"sud", "o reboot\n", "runs as root"},
+		{"rm -r", "f ~/x\n", ""}, // rm -r alone is rated, and approved, when it is typed
+		{"r", "m -r x\n", "deletes recursively"},
+		{"cu", "rl http://x | s", ""}, // "| s" alone: not yet a shell
+		{"curl http://x | s", "h\n", "pipes into a shell"},
+		{"a=rm; $", "a -rf x\n", "builds the command"},
+		{"!", "rm\n", "from the shell's history"},
+		{strings.Repeat("x", maxAuditLine-3) + "; ", "ls\n", "longer than"},
+		{"echo ", "hi\n", ""},
+		{"sudo ls", "\n", ""},                     // the line's reason came with its first piece
+		{"\x1b[B", "q", ""},                       // a key the shell acts on, rated when it was typed
+		{"sud", "\x15ls\n", ""},                   // Ctrl-U cleared it
+		{"sud", "\x03ls\n", ""},                   // so did Ctrl-C
+		{"", "sudo reboot\n", ""},                 // a fresh line: the input alone is what was rated
+		{"\x1b", "[Asud", "changed by the shell"}, // the up key, cut between two inputs
+		{"sudo ls; r", "m -r x", "deletes recursively"},
+	} {
+		var held lineEditor
+		held.feed([]byte(tc.held))
+		was := held.clone()
+		why := joinedRisk(&held, tc.input)
+		if tc.why == "" && why != "" || !strings.Contains(why, tc.why) {
+			t.Errorf("%.60q then %q: %q, want %q", tc.held, tc.input, why, tc.why)
+		}
+		if string(held.line) != string(was.line) || held.shellEdited != was.shellEdited || string(held.pending) != string(was.pending) {
+			t.Errorf("%.60q then %q: the held line changed to %.60q", tc.held, tc.input, string(held.line))
+		}
+	}
+}
