@@ -1612,14 +1612,20 @@ func replaceOnce(shown string, b []byte, old, new string) ([]byte, error) {
 	if old == "" {
 		return nil, errors.New("oldString: empty")
 	}
-	switch n := bytes.Count(b, []byte(old)); n {
-	case 1:
-		return bytes.Replace(b, []byte(old), []byte(new), 1), nil
-	case 0:
+	o := []byte(old)
+	i := bytes.Index(b, o)
+	if i < 0 {
 		return nil, fmt.Errorf("oldString was not found in %s; read the file and copy the exact text, whitespace included", shown)
-	default:
-		return nil, fmt.Errorf("oldString occurs %d times in %s; it must occur exactly once: include more of the surrounding lines", n, shown)
 	}
+	// A second match may overlap the first ("aa" in "aaa"), which bytes.Count, counting
+	// matches that do not overlap, misses: the edit would then pick one of two places.
+	if bytes.Index(b[i+1:], o) >= 0 {
+		if n := bytes.Count(b, o); n > 1 {
+			return nil, fmt.Errorf("oldString occurs %d times in %s; it must occur exactly once: include more of the surrounding lines", n, shown)
+		}
+		return nil, fmt.Errorf("oldString occurs more than once in %s, at overlapping positions; it must occur exactly once: include more of the surrounding lines", shown)
+	}
+	return bytes.Replace(b, o, []byte(new), 1), nil
 }
 
 // edit is a write that changes a text file's content with f.

@@ -23,7 +23,10 @@ import (
 // the person); writes there, and reads or writes in a workspace no conversation
 // claimed, need a grant (user_collaboration with authorize_operation); another
 // person's workspace is refused always, since a grant is the caller's own say-so.
-// A removed person's workspace is refused as another person's. Paths outside the root
+// A removed person's workspace is refused as another person's. Every workspace the
+// caller can neither use nor open with a grant (another person's, a removed person's,
+// one that does not exist) gets one answer, errUnreachable, so that the answers do not
+// tell which conversation ids other people use. Paths outside the root
 // are refused always. The snapshot store (snapshotDir), any other top-level name that
 // is not a workspace's (.terminals, names cased differently) and files lying directly
 // in the root are never reachable.
@@ -127,12 +130,12 @@ func (s *Server) openArea(area string) (*os.Root, error) {
 	defer rr.Close()
 	fi, err := rr.Lstat(area)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, guardf("%s is not a workspace: files live in a conversation's directory under %s", filepath.Join(s.opts.Root, area), s.opts.Root)
+		return nil, s.errUnreachable(area)
 	} else if err != nil {
 		return nil, err
 	}
 	if !fi.IsDir() {
-		return nil, guardf("%s is not a workspace: files live in a conversation's directory under %s", filepath.Join(s.opts.Root, area), s.opts.Root)
+		return nil, s.errUnreachable(area)
 	}
 	ar, err := rr.OpenRoot(area)
 	if err != nil {
@@ -159,55 +162,75 @@ const (
 // accessOf is how t's area relates to c's caller. Without conversation owners (or for
 // a call made by no person) every other workspace is the caller's.
 func (s *Server) accessOf(ctx context.Context, c Call, t target) (access, error) {
-	a, _, err := s.accessOwner(ctx, c, t)
-	return a, err
-}
-
-// accessOwner is accessOf, and removed says t's area is the workspace of a person who
-// was removed (accessOthers).
-func (s *Server) accessOwner(ctx context.Context, c Call, t target) (a access, removed bool, err error) {
 	if t.own {
-		return accessOwn, false, nil
+		return accessOwn, nil
 	}
 	if s.opts.Conversations == nil || c.UserID == "" || t.area == "" {
-		return accessMine, false, nil
+		return accessMine, nil
 	}
 	owner, known, err := s.opts.Conversations.OwnerOfDir(ctx, t.area)
 	switch {
 	case err != nil:
-		return 0, false, fmt.Errorf("looking up the workspace's owner: %w", err)
+		return 0, fmt.Errorf("looking up the workspace's owner: %w", err)
 	case !known:
-		return accessUnclaimed, false, nil
+		return accessUnclaimed, nil
 	case owner == "":
-		// Nobody may use it again (migration 32): as unclaimed, a grant would open it.
-		return accessOthers, true, nil
+		// A removed person's: nobody may use it again (migration 32), and as
+		// unclaimed a grant would open it.
+		return accessOthers, nil
 	case owner == c.UserID:
-		return accessMine, false, nil
+		return accessMine, nil
 	}
-	return accessOthers, false, nil
+	return accessOthers, nil
 }
 
-// errOthers refuses a path in another person's workspace, or in a removed person's.
-func errOthers(t target, removed bool) error {
-	if removed {
-		return guardf("%s is in the workspace of a person who was removed, which nobody can reach", t.abs)
+// errUnreachable refuses a path in area, a workspace the caller can neither use nor
+// open with a grant: another person's, a removed person's, or one that does not exist.
+// It is one answer for all of them, naming the area the caller named and each thing it
+// may be, so that a caller cannot probe which conversation ids other people use.
+func (s *Server) errUnreachable(area string) error {
+	return guardf("%s is not a workspace this conversation can reach: it is another person's workspace, a removed person's, or no workspace at all; "+
+		"files live in this conversation's workspace, or in one under %s that a grant opens", filepath.Join(s.opts.Root, area), s.opts.Root)
+}
+
+// isArea reports whether area is a workspace that exists (openArea opens it).
+func (s *Server) isArea(area string) (bool, error) {
+	ar, err := s.openArea(area)
+	var g *errGuard
+	if errors.As(err, &g) {
+		return false, nil
+	} else if err != nil {
+		return false, err
 	}
-	return guardf("%s is in another person's workspace, which file_operations cannot reach", t.abs)
+	ar.Close()
+	return true, nil
+}
+
+// grantedArea is granted for t in a workspace that exists; one that does not is
+// refused as another person's is (errUnreachable), before any grant is looked at or
+// used, so that asking for a grant tells nothing either.
+func (s *Server) grantedArea(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
+	if ok, err := s.isArea(t.area); err != nil {
+		return false, err
+	} else if !ok {
+		return false, s.errUnreachable(t.area)
+	}
+	return s.granted(ctx, c, op, t)
 }
 
 // mayRead refuses a read (operation op) of t in another person's workspace, or in one
 // no conversation claimed unless a grant allows it; anyGrant says a grant with no
 // target did (granted).
 func (s *Server) mayRead(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
-	switch a, removed, err := s.accessOwner(ctx, c, t); {
+	switch a, err := s.accessOf(ctx, c, t); {
 	case err != nil:
 		return false, err
 	case a == accessOwn || a == accessMine:
 		return false, nil
 	case a == accessOthers:
-		return false, errOthers(t, removed)
+		return false, s.errUnreachable(t.area)
 	}
-	return s.granted(ctx, c, op, t)
+	return s.grantedArea(ctx, c, op, t)
 }
 
 // mayWrite refuses a write (operation op) to t outside the caller's workspace unless a
@@ -219,25 +242,26 @@ func (s *Server) mayWrite(ctx context.Context, c Call, op string, t target) erro
 
 // mayWriteAny is mayWrite that also says whether it used a grant with no target.
 func (s *Server) mayWriteAny(ctx context.Context, c Call, op string, t target) (anyGrant bool, err error) {
-	switch a, removed, err := s.accessOwner(ctx, c, t); {
+	switch a, err := s.accessOf(ctx, c, t); {
 	case err != nil:
 		return false, err
 	case a == accessOwn:
 		return false, nil
 	case a == accessOthers:
-		return false, errOthers(t, removed)
+		return false, s.errUnreachable(t.area)
 	}
-	return s.granted(ctx, c, op, t)
+	return s.grantedArea(ctx, c, op, t)
 }
 
 // needsGrant reports whether c may write t (or read it: read) only on a grant. Another
-// person's workspace is not one: no grant allows it.
+// person's workspace is not one: no grant allows it; nor is one that does not exist,
+// which is refused as another person's is.
 func (s *Server) needsGrant(ctx context.Context, c Call, t target, read bool) (bool, error) {
 	a, err := s.accessOf(ctx, c, t)
-	if err != nil {
+	if err != nil || !(a == accessUnclaimed || a == accessMine && !read) {
 		return false, err
 	}
-	return a == accessUnclaimed || a == accessMine && !read, nil
+	return s.isArea(t.area)
 }
 
 // hasGrant reports whether a grant would allow operation op on t now, without using it.

@@ -13,8 +13,8 @@ import (
 
 // Preflight says why a call of tool (its bare name) with args, made as m says, would be
 // refused whatever a person decided: the conversation is another person's, or a path
-// argument is one the path guard refuses (outside the root, another person's
-// workspace, outside the workspace with no grant yet). The router asks it before anyone
+// argument is one the path guard refuses (outside the root, a workspace the caller
+// cannot reach, outside the workspace with no grant yet). The router asks it before anyone
 // is asked to approve a call, so nobody approves a call that cannot run. It changes
 // nothing: no conversation is claimed, no workspace made, no grant used; the call
 // checks again when it runs. nil when nothing refuses the call now; a *verr.Error
@@ -131,16 +131,8 @@ func (p *preflight) checkTarget(param, path string, t target, write bool) {
 	case p.asking[t.area]:
 		return
 	}
-	if !t.own {
-		// Another workspace must exist: asking for a grant to reach one that does not
-		// would only end in "not a workspace".
-		ar, err := p.s.openArea(t.area)
-		if err != nil {
-			p.refuse(param, err)
-			return
-		}
-		ar.Close()
-	}
+	// Who owns the workspace is checked first, so that another person's is refused
+	// as the guard refuses it whether or not its directory exists (errUnreachable).
 	if write {
 		err = p.s.mayWrite(p.ctx, p.c, p.op, t)
 	} else {
@@ -150,6 +142,16 @@ func (p *preflight) checkTarget(param, path string, t target, write bool) {
 	if err != nil && !errors.As(err, &ae) {
 		p.refuse(param, err)
 		return
+	}
+	if err == nil && !t.own {
+		// Another workspace must exist: a call that may reach it would still end in
+		// "not a workspace". (One that needs a grant was checked before asking.)
+		ar, err := p.s.openArea(t.area)
+		if err != nil {
+			p.refuse(param, err)
+			return
+		}
+		ar.Close()
 	}
 	// A path the grants allow now leaves the next to be checked on its own: a grant
 	// for one file does not let the call write another (the call's write.lookAhead).
