@@ -424,10 +424,10 @@ func TestWebsocketDatabaseErrorIsNotASignOut(t *testing.T) {
 	srv.Login(t, "admin", webtest.AdminPassword) // the socket is live once this arrives
 	readCursors(t, conn, len(eventIDs(t, srv, start, "sessions")))
 
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	t.Cleanup(func() { _, _ = srv.Owner.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
 	if _, err := srv.Auth.RevokeToken(ctx, audit.System, tok.ID, admin.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -458,10 +458,10 @@ func TestWebsocketPeriodicCheckFailures(t *testing.T) {
 	if n := strings.Count(srv.Logs.String(), failed); n != 0 {
 		t.Fatalf("%d failed checks logged before the database stopped answering", n)
 	}
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	t.Cleanup(func() { _, _ = srv.Owner.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
 	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
 	_, msg, err := conn.ReadMessage()
 	var ce *websocket.CloseError

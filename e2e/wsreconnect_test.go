@@ -35,10 +35,10 @@ func TestBrowserWebsocketBacksOff(t *testing.T) {
 	// A server event whose server cannot be read: every socket that follows the topic
 	// is closed with 1013 to replay it, and every replay fails the same way.
 	ctx := context.Background()
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE mcp_servers RENAME TO mcp_servers_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE mcp_servers RENAME TO mcp_servers_away`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE mcp_servers_away RENAME TO mcp_servers`) })
+	t.Cleanup(func() { _, _ = srv.Owner.Exec(ctx, `ALTER TABLE mcp_servers_away RENAME TO mcp_servers`) })
 	if err := db.WithTx(ctx, srv.Pool, func(tx pgx.Tx) error {
 		_, err := events.ServerChanged.Publish(ctx, tx, registry.ServersTopic, events.ServerStatus{ID: uuid.NewString(), Name: "gone"})
 		return err

@@ -455,7 +455,7 @@ func TestAuditNewEntriesBanner(t *testing.T) {
 	if err := e.srv.Pool.QueryRow(ctx, `SELECT max(id) FROM audit_log WHERE action = 'token.create'`).Scan(&newest); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.srv.Pool.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update;
+	if _, err := e.srv.Owner.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER audit_log_no_update;
 		UPDATE audit_log SET at = at - interval '1 hour' WHERE id = `+strconv.FormatInt(newest, 10)+`;
 		ALTER TABLE audit_log ENABLE TRIGGER audit_log_no_update`); err != nil {
 		t.Fatal(err)

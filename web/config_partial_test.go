@@ -28,7 +28,7 @@ func TestConfigImportPartial(t *testing.T) {
 	f := newPermFixture(t)
 	srv := f.srv
 	ctx := context.Background()
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE tool_tags ADD CONSTRAINT test_refused CHECK (tag <> 'refused')`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE tool_tags ADD CONSTRAINT test_refused CHECK (tag <> 'refused')`); err != nil {
 		t.Fatal(err)
 	}
 

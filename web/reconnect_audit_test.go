@@ -25,7 +25,7 @@ func TestReconnectRefusedWithoutItsAuditRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.Exec(t, srv.Pool, `
+	testkit.Exec(t, srv.Owner, `
 		CREATE FUNCTION refuse_reconnect() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.action = 'server.reconnect' THEN RAISE EXCEPTION 'audit log full'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER refuse_reconnect BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION refuse_reconnect();`)

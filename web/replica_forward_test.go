@@ -291,11 +291,11 @@ func TestOwnerLooksGoneWhileNotSteady(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Heartbeats fail while the table is away.
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE replicas RENAME TO replicas_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE replicas RENAME TO replicas_away`); err != nil {
 		t.Fatal(err)
 	}
 	webtest.WaitFor(t, 20*time.Second, func() bool { return !srv.App.Replicas.Steady() }, "heartbeats kept steady without their table")
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE replicas_away RENAME TO replicas`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE replicas_away RENAME TO replicas`); err != nil {
 		t.Fatal(err)
 	}
 	poll := "/tools/" + tool + "/test/runs/" + uuid.NewString() + "?replica=" + dead

@@ -46,7 +46,7 @@ func TestReservedServerNamePages(t *testing.T) {
 	for _, sql := range []string{`ALTER TABLE mcp_servers DISABLE TRIGGER mcp_servers_reserved_name`,
 		`UPDATE mcp_servers SET name = 'toolwarden' WHERE id = '` + sv.ID + `'`,
 		`ALTER TABLE mcp_servers ENABLE TRIGGER mcp_servers_reserved_name`} {
-		if _, err := srv.Pool.Exec(ctx, sql); err != nil {
+		if _, err := srv.Owner.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -94,12 +94,12 @@ func TestTerminalForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE terminals RENAME TO terminals_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE terminals RENAME TO terminals_away`); err != nil {
 		t.Fatal(err)
 	}
 	res = srv.Get(t, admin, "/terminals")
 	b := body(t, res)
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE terminals_away RENAME TO terminals`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE terminals_away RENAME TO terminals`); err != nil {
 		t.Fatal(err)
 	}
 	if res.StatusCode != http.StatusOK || !strings.Contains(b, mine.ID) || strings.Contains(b, "term-loop") ||

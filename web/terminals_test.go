@@ -245,10 +245,10 @@ func TestTerminalSocketClosesAtFirstFailedCheck(t *testing.T) {
 	srv := webtest.Start(t, &webtest.Options{Builtin: true, SessionRecheck: 200 * time.Millisecond})
 	term := aliceTerminal(t, srv)
 	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
+	t.Cleanup(func() { _, _ = srv.Owner.Exec(ctx, `ALTER TABLE sessions_away RENAME TO sessions`) })
 	termClosed(t, conn, 15*time.Second, 1013, "with the session unreadable")
 	if n := strings.Count(srv.Logs.String(), "terminal ws: re-check the session"); n != 1 {
 		t.Fatalf("closed after %d failed checks, want 1", n)
@@ -281,12 +281,12 @@ func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	term := aliceTerminal(t, srv)
 	conn, _ := termDial(t, srv, srv.Login(t, "alice", "alice-password-1"), term.ID, 0)
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE audit_log RENAME TO audit_log_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE audit_log RENAME TO audit_log_away`); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo NOT-RUN-$((6*7))\r"})
 	readNotice(t, conn, "not typed")
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE audit_log_away RENAME TO audit_log`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE audit_log_away RENAME TO audit_log`); err != nil {
 		t.Fatal(err)
 	}
 	_ = conn.WriteJSON(map[string]any{"type": "input", "data": "echo RUN-$((6*7))\r"})

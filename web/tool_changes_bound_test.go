@@ -54,7 +54,7 @@ func TestToolChangeMessagesBounded(t *testing.T) {
 	if n := len(bounded.Changes); n != 51 || bounded.Changes[50].Message != "and 312 more changes" {
 		t.Errorf("a bounded list read with %d changes, the last %+v; want its own count kept", n, bounded.Changes[n-1])
 	}
-	if _, err := srv.Pool.Exec(ctx, `DELETE FROM tool_schemas WHERE tool_id = $1 AND definition_hash = 'bounded'`, id); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `DELETE FROM tool_schemas WHERE tool_id = $1 AND definition_hash = 'bounded'`, id); err != nil {
 		t.Fatal(err)
 	}
 

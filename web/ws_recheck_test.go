@@ -67,7 +67,7 @@ func TestSocketReplaysAnEventItCouldNotRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := wsDial(t, srv, admin, []string{tools.Topic}, latest)
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE mcp_tools RENAME TO mcp_tools_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE mcp_tools RENAME TO mcp_tools_away`); err != nil {
 		t.Fatal(err)
 	}
 	err = db.WithTx(ctx, srv.Pool, func(tx pgx.Tx) error {
@@ -87,7 +87,7 @@ func TestSocketReplaysAnEventItCouldNotRender(t *testing.T) {
 			t.Fatalf("the socket ended with %v, want 1013 to try again", err)
 		}
 	}
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE mcp_tools_away RENAME TO mcp_tools`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE mcp_tools_away RENAME TO mcp_tools`); err != nil {
 		t.Fatal(err)
 	}
 	again := wsDial(t, srv, admin, []string{tools.Topic}, latest)

@@ -75,10 +75,10 @@ func TestSocketsFirstCheckFailingClosesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := srv.Pool.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
+	if _, err := srv.Owner.Exec(ctx, `ALTER TABLE sessions RENAME TO sessions_away`); err != nil {
 		t.Fatal(err)
 	}
-	back := func() { _, _ = srv.Pool.Exec(ctx, `ALTER TABLE IF EXISTS sessions_away RENAME TO sessions`) }
+	back := func() { _, _ = srv.Owner.Exec(ctx, `ALTER TABLE IF EXISTS sessions_away RENAME TO sessions`) }
 	defer back()
 	if err := conn.WriteJSON(map[string]any{"subscribe": []string{auth.SessionsTopic}, "last_id": lastEventID(t, srv)}); err != nil {
 		t.Fatal(err)

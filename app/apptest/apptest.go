@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/app"
 	"github.com/toolwarden/toolwarden/internal/gctune"
 	"github.com/toolwarden/toolwarden/internal/mcptest"
@@ -31,9 +33,10 @@ import (
 // AdminPassword is the password of the bootstrap user "admin".
 const AdminPassword = "admin-password-for-tests"
 
-// AppRoleEnv, set to 1, starts every test App as the application's database role
-// (Options.AppRole): a run of the suite then finds any statement the role may not run.
-// Tests that tamper through App.Pool (as a superuser would) fail then, by design.
+// AppRoleEnv, set to 0, starts every test App as the database's owner instead of the
+// application's role (Options.Owner), to tell a failure the role causes from another.
+// Unset, or any other value, test Apps connect as the role, as serve does: the suite
+// then fails at any statement of the product the role may not run.
 const AppRoleEnv = "TOOLWARDEN_TEST_APP_ROLE"
 
 // Options tune Start.
@@ -47,10 +50,14 @@ type Options struct {
 	Config func(*app.Config)
 	// NoStart builds the App without starting it (the test starts it, or drives parts).
 	NoStart bool
-	// AppRole connects the App as the application's database role (db.AppRole), as
-	// serve does, instead of as the owner tests use to set up and inspect freely.
-	// AppRoleEnv=1 does it for every test.
+	// AppRole connects the App as the application's database role (db.AppRole) even
+	// when AppRoleEnv=0 says the owner: for tests of what the role may and may not do.
+	// Without it, the App connects as the role too, unless Owner or AppRoleEnv=0.
 	AppRole bool
+	// Owner connects the App as the tables' owner, not as the application's role serve
+	// uses: for a test of the product run so. A test's own tampering goes through
+	// App.Owner instead, with the App as the role.
+	Owner bool
 	// Builtin adds the built-in server (services/builtin, workspaces in a temporary
 	// directory), as serve always does. Off by default: most tests count the servers
 	// they register and the tools they enable.
@@ -61,8 +68,15 @@ type Options struct {
 type App struct {
 	*app.App
 	T testing.TB
-	// DBURL is the App's database (for a second server on it).
+	// DBURL is the App's database as its owner (for a second server on it, or a
+	// connection of the test's own as the owner).
 	DBURL string
+	// Owner is a pool on the database as its owner, closed when the test ends: for a
+	// test's setup that tampers as a superuser would, which the App's role may not do
+	// (CREATE FUNCTION or TRIGGER, ALTER TABLE, UPDATE or DELETE on the append-only
+	// tables). Reads and what the product itself does go through App.Pool. It connects
+	// on first use; when the App connects as the owner (Options.Owner), it is App.Pool.
+	Owner *pgxpool.Pool
 	Key   secrets.Key
 	// Logs holds everything the server logged, so tests can check what never appears in logs.
 	Logs *testkit.SyncBuffer
@@ -86,8 +100,14 @@ func Start(t testing.TB, opts *Options) *App {
 	if url == "" {
 		url = dbtest.NewURL(t)
 	}
+	if opts.AppRole && opts.Owner {
+		t.Fatal("apptest: Options.AppRole and Options.Owner both set")
+	}
+	// As serve: the application's role, so that the suite fails at any statement the
+	// role may not run.
+	asOwner := opts.Owner || !opts.AppRole && os.Getenv(AppRoleEnv) == "0"
 	poolURL := url
-	if opts.AppRole || os.Getenv(AppRoleEnv) == "1" {
+	if !asOwner {
 		poolURL = dbtest.AppURL(t, url)
 	}
 	pool, err := db.NewPool(context.Background(), poolURL)
@@ -95,6 +115,10 @@ func Start(t testing.TB, opts *Options) *App {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
+	owner := pool
+	if !asOwner {
+		owner = ownerPool(t, url)
+	}
 	var key secrets.Key
 	if opts.Key != nil {
 		key = *opts.Key
@@ -133,7 +157,25 @@ func Start(t testing.TB, opts *Options) *App {
 			t.Fatal(err)
 		}
 	}
-	return &App{App: a, T: t, DBURL: url, Key: key, Logs: logs}
+	return &App{App: a, T: t, DBURL: url, Owner: owner, Key: key, Logs: logs}
+}
+
+// ownerPool is a pool on url as the owner it names, closed when the test ends. Unlike
+// db.NewPool it does not connect until used: most tests never tamper, and an idle
+// connection for each of their Apps would count against the cluster's limit.
+func ownerPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "toolwarden test owner"
+	p, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // CreateUser adds a user with the given role and password.

@@ -43,8 +43,12 @@ const AdminPassword = apptest.AdminPassword
 // httptest.Server.
 type Server struct {
 	*httptest.Server
-	App      *apptest.App
-	Pool     *pgxpool.Pool
+	App *apptest.App
+	// Pool is the App's, as the application's role unless Options.Owner (apptest.App).
+	Pool *pgxpool.Pool
+	// Owner is a pool as the database's owner, for a test's tampering the App's role
+	// may not do (apptest.App.Owner).
+	Owner    *pgxpool.Pool
 	Auth     *auth.Service
 	Bus      *events.Bus
 	Web      *web.Server
@@ -79,6 +83,9 @@ type Options struct {
 	Gateway *gateway.Options
 	// Builtin adds the built-in server (apptest.Options.Builtin).
 	Builtin bool
+	// Owner connects the App as the database's owner, not the application's role
+	// (apptest.Options.Owner).
+	Owner bool
 	// Egress is the egress policy for server URLs (nil: the default).
 	Egress *egress.Policy
 	// Grants tunes grants and user_collaboration (a clock: Now); nil uses the defaults.
@@ -102,7 +109,7 @@ func Start(t testing.TB, opts *Options) *Server {
 	if opts == nil {
 		opts = &Options{}
 	}
-	a := apptest.Start(t, &apptest.Options{Builtin: opts.Builtin, Config: func(c *app.Config) {
+	a := apptest.Start(t, &apptest.Options{Builtin: opts.Builtin, Owner: opts.Owner, Config: func(c *app.Config) {
 		if opts.Auth != nil {
 			c.Auth = *opts.Auth
 		}
@@ -141,7 +148,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		a.Web.Shutdown()
 		hs.Close()
 	})
-	return &Server{Server: hs, App: a, Pool: a.Pool, Auth: a.Auth, Bus: a.Bus, Web: a.Web, Keys: a.Keys, Registry: a.Registry,
+	return &Server{Server: hs, App: a, Pool: a.Pool, Owner: a.Owner, Auth: a.Auth, Bus: a.Bus, Web: a.Web, Keys: a.Keys, Registry: a.Registry,
 		MCP: a.MCP, Tools: a.Tools, Router: a.Router, Executions: a.Executions, Logs: a.Logs}
 }
 

@@ -275,7 +275,7 @@ func TestGrantSaysWhatChangedAndWhatNot(t *testing.T) {
 		ids = append(ids, a.ToolID(t, toolname.Join("gr", fmt.Sprintf("gen-%05d", i))))
 	}
 	a.CreateUser(t, "bob", auth.RoleToolUser, "correct-horse-battery-7")
-	if _, err := a.Pool.Exec(t.Context(), fmt.Sprintf(`
+	if _, err := a.Owner.Exec(t.Context(), fmt.Sprintf(`
 		CREATE FUNCTION refuse_middle() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 			IF NEW.tool_id = '%s' THEN RAISE EXCEPTION 'test: this rule cannot be written'; END IF;
 			RETURN NEW;

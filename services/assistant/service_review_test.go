@@ -107,7 +107,7 @@ func TestFailuresLogged(t *testing.T) {
 	}
 
 	// The audit log refuses the refusal's entry.
-	if _, err := a.Pool.Exec(t.Context(), `CREATE FUNCTION no_refusals() RETURNS trigger LANGUAGE plpgsql AS $$
+	if _, err := a.Owner.Exec(t.Context(), `CREATE FUNCTION no_refusals() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.action = 'assistant.refused' THEN RAISE EXCEPTION 'no refusals today'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER no_refusals BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION no_refusals()`); err != nil {
 		t.Fatal(err)

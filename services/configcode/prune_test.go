@@ -113,7 +113,7 @@ func TestPendingRollbackLeavesNothingChanged(t *testing.T) {
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "x"})
 	a := apptest.Start(t, nil)
 	// The second transaction's summary is the config.import entry without server changes.
-	if _, err := a.Pool.Exec(ctx, `
+	if _, err := a.Owner.Exec(ctx, `
 		CREATE FUNCTION fail_pending_summary() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
 			IF NEW.action = 'config.import' AND NEW.payload->>'server_changes' = '0' THEN
 				RAISE EXCEPTION 'test: the summary cannot be written';

@@ -28,7 +28,7 @@ func TestReimportTagsInLinguisticCollation(t *testing.T) {
 		`CREATE COLLATION tw_shifted (provider = icu, locale = 'und-u-ka-shifted')`,
 		`ALTER TABLE tool_tags ALTER COLUMN tag TYPE text COLLATE tw_shifted`,
 	} {
-		if _, err := a.Pool.Exec(ctx, q); err != nil {
+		if _, err := a.Owner.Exec(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}

@@ -24,9 +24,9 @@ func TestRefusedPlanWhoseFailureDidNotCommit(t *testing.T) {
 		t.Fatalf("status %s, want executing", ex.Status)
 	}
 	e.disable(e.admin)
-	testkit.Exec(t, e.pool, `CREATE FUNCTION test_refuse_failed() RETURNS trigger LANGUAGE plpgsql AS
+	testkit.Exec(t, e.app.Owner, `CREATE FUNCTION test_refuse_failed() RETURNS trigger LANGUAGE plpgsql AS
 		$$ BEGIN RAISE EXCEPTION 'test: the transition to failed does not commit'; END $$`)
-	testkit.Exec(t, e.pool, `CREATE TRIGGER test_refuse_failed BEFORE UPDATE ON executions FOR EACH ROW
+	testkit.Exec(t, e.app.Owner, `CREATE TRIGGER test_refuse_failed BEFORE UPDATE ON executions FOR EACH ROW
 		WHEN (NEW.status = 'failed') EXECUTE FUNCTION test_refuse_failed()`)
 	if err := executions.WorkRun(e.ctx, e.svc, ex.ID, 1, 3); err == nil || !strings.Contains(err.Error(), "does not commit") {
 		t.Fatalf("the first attempt: %v, want the transition's failure", err)
@@ -35,7 +35,7 @@ func TestRefusedPlanWhoseFailureDidNotCommit(t *testing.T) {
 		t.Fatalf("after the failed transition: %s, steps %v; want executing, both steps pending", got.Status, s)
 	}
 
-	testkit.Exec(t, e.pool, `DROP TRIGGER test_refuse_failed ON executions`)
+	testkit.Exec(t, e.app.Owner, `DROP TRIGGER test_refuse_failed ON executions`)
 	if err := executions.WorkRun(e.ctx, e.svc, ex.ID, 2, 3); err != nil {
 		t.Fatal(err)
 	}

@@ -628,7 +628,7 @@ func TestFlushReportsFailedWrites(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
 	e.server("mt", true, "echo")
-	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE tool_usage_logs RENAME TO tool_usage_logs_away`); err != nil {
+	if _, err := e.app.Owner.Exec(e.ctx, `ALTER TABLE tool_usage_logs RENAME TO tool_usage_logs_away`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.call("mt__echo", `{"message":"hi"}`); err != nil {
@@ -637,7 +637,7 @@ func TestFlushReportsFailedWrites(t *testing.T) {
 	if err := e.r.Flush(e.ctx); err == nil || !strings.Contains(err.Error(), "tool_usage_logs") {
 		t.Errorf("Flush with the usage table gone: %v, want an error naming it", err)
 	}
-	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE tool_usage_logs_away RENAME TO tool_usage_logs`); err != nil {
+	if _, err := e.app.Owner.Exec(e.ctx, `ALTER TABLE tool_usage_logs_away RENAME TO tool_usage_logs`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.call("mt__echo", `{"message":"again"}`); err != nil {

@@ -320,7 +320,7 @@ func TestRefusalProbeKeepsCircuitOpen(t *testing.T) {
 	}
 	checks := e.count(`SELECT count(*) FROM server_health WHERE server_id = $1`, sv.ID)
 	for range 3 {
-		if _, err := e.mgr.ReadResource(e.ctx, sv.ID, "test://readme"); err == nil {
+		if _, _, err := e.mgr.ReadResource(e.ctx, sv.ID, "test://readme"); err == nil {
 			t.Fatal("a refused read succeeded")
 		}
 	}
