@@ -124,7 +124,7 @@ var ErrIdentityChanged = errors.New("mcpclient: the server's connection settings
 // approved plan step runs only where it was approved to. An empty identity binds
 // nothing.
 func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, args any, onProgress ProgressFunc) (*mcp.CallToolResult, error) {
-	return m.CallToolServed(ctx, id, identity, name, args, onProgress, nil)
+	return m.CallToolServed(ctx, id, identity, name, "", args, onProgress, nil)
 }
 
 // CallToolServed is CallToolBound that tells onSession, when set, the masker of the
@@ -132,7 +132,13 @@ func (m *Manager) CallToolBound(ctx context.Context, id, identity, name string, 
 // and so before any progress. Mask what the call returns with it, not with Masker(id)
 // asked before or after: a Refresh (a rotated key) may replace the session in between,
 // leaving Masker(id) without the secrets this session runs with, or nil for a moment.
-func (m *Manager) CallToolServed(ctx context.Context, id, identity, name string, args any, onProgress ProgressFunc, onSession func(*secrets.Masker)) (*mcp.CallToolResult, error) {
+//
+// definition, when not empty, is the definition hash (registry.DefinitionHash) the call
+// was vetted against: the call is sent only when the session it goes to lists the tool
+// with that definition, else refused with a *DefinitionError (ErrDefinitionDiffers)
+// and the server discovered again on this replica. Another replica's discovery may have
+// stored what its own session lists, not this one's.
+func (m *Manager) CallToolServed(ctx context.Context, id, identity, name, definition string, args any, onProgress ProgressFunc, onSession func(*secrets.Masker)) (*mcp.CallToolResult, error) {
 	m.mu.Lock()
 	c := m.conns[id]
 	m.mu.Unlock()
@@ -145,10 +151,18 @@ func (m *Manager) CallToolServed(ctx context.Context, id, identity, name string,
 	if identity != "" && !m.reg.IdentityMatches(c.cfg, identity) {
 		return nil, ErrIdentityChanged
 	}
-	cs, err := c.current()
+	sess, err := c.live()
 	if err != nil {
 		return nil, err
 	}
+	// The built-in server is checked too: replicas of two releases (a rolling upgrade)
+	// serve two versions of its tools.
+	if definition != "" {
+		if err := c.checkDefinition(ctx, sess, name, definition); err != nil {
+			return nil, err
+		}
+	}
+	cs := sess.cs
 	p := &mcp.CallToolParams{Name: name, Arguments: args}
 	if meta, ok := callmeta.From(ctx); ok && c.cfg.Type == registry.TypeBuiltin {
 		p.Meta = mcp.Meta{callmeta.Key: meta}

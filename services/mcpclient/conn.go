@@ -193,6 +193,9 @@ type session struct {
 	ep     *endpoint
 	cancel context.CancelFunc
 	caps   *mcp.ServerCapabilities
+	// tools is what the session listed last (listed.go): a call is sent only on a
+	// session that lists the definition it was vetted against.
+	tools sessionListing
 }
 
 // closeGrace is how long close lets the SDK's Close wait (for the calls in flight to
@@ -435,12 +438,19 @@ func (c *conn) open(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	c.m.track(ep)
-	client := c.m.newClient(lim.sdk, func() { c.requestDiscovery("list_changed") })
+	// Made before the session opens: a list_changed may arrive while it initializes.
+	s := &session{}
+	client := c.m.newClient(lim.sdk, func(tools bool) {
+		if tools {
+			s.tools.forget()
+		}
+		c.requestDiscovery("list_changed")
+	})
 	cs, cancel, err := connect(ctx, client, ep, c.cfg.Timeout)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cs: cs, ep: ep, cancel: cancel}
+	s.cs, s.ep, s.cancel = cs, ep, cancel
 	if ir := cs.InitializeResult(); ir != nil {
 		s.caps = ir.Capabilities
 	}

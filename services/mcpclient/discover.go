@@ -73,6 +73,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint}
 	lastProgress := time.Now()
 	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
+	gen := s.tools.gen.Load()
 	tools, pages, err := listToolsSkipping(ctx, s.cs, lim, func(pages, n int) {
 		if time.Since(lastProgress) >= progressEvery {
 			lastProgress = time.Now()
@@ -105,6 +106,10 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		d.Prompts = listPrompts(ctx, s.cs, lim)
 	}
 	maskListed(c.masker, &d)
+	// What the session lists is what its calls run, whatever becomes of the store
+	// (superseded, refused, failed): recorded first, so that a call landing between
+	// the store and this record is not checked against the list before.
+	s.tools.record(gen, listedHashes(d.Tools))
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
 		if noRunToRecord(err) {

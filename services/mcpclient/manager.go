@@ -783,15 +783,16 @@ func (m *Manager) Discover(ctx context.Context, id string, actor audit.Actor) (r
 }
 
 // newClient is a client whose SDK lines go to log (msgLimit.sdk: the manager's log,
-// masked, shared with the connection's transport).
-func (m *Manager) newClient(log *slog.Logger, onListChanged func()) *mcp.Client {
+// masked, shared with the connection's transport). onListChanged hears every
+// list_changed, tools set for the tools' one.
+func (m *Manager) newClient(log *slog.Logger, onListChanged func(tools bool)) *mcp.Client {
 	var h func(context.Context, *mcp.ToolListChangedRequest)
 	var hr func(context.Context, *mcp.ResourceListChangedRequest)
 	var hp func(context.Context, *mcp.PromptListChangedRequest)
 	if onListChanged != nil {
-		h = func(context.Context, *mcp.ToolListChangedRequest) { onListChanged() }
-		hr = func(context.Context, *mcp.ResourceListChangedRequest) { onListChanged() }
-		hp = func(context.Context, *mcp.PromptListChangedRequest) { onListChanged() }
+		h = func(context.Context, *mcp.ToolListChangedRequest) { onListChanged(true) }
+		hr = func(context.Context, *mcp.ResourceListChangedRequest) { onListChanged(false) }
+		hp = func(context.Context, *mcp.PromptListChangedRequest) { onListChanged(false) }
 	}
 	return mcp.NewClient(&mcp.Implementation{Name: "toolwarden", Title: "Toolwarden", Version: m.opts.Version},
 		&mcp.ClientOptions{ToolListChangedHandler: h, ResourceListChangedHandler: hr, PromptListChangedHandler: hp,

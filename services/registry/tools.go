@@ -847,34 +847,19 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if actor == "" {
 		actor = "system"
 	}
+	list := HashListing(d.Tools)
+	seen := make(map[string]bool, len(list))
+	for _, l := range list {
+		seen[l.Def.Name] = true
+	}
 	// A changed tool's old definition is diffed against the new one, and a tool still
 	// awaiting validation is validated: read those definitions, and only those.
-	type listed struct {
-		def  ToolDef
-		hash string
-	}
-	list := make([]listed, 0, len(d.Tools))
-	seen := make(map[string]bool, len(d.Tools))
-	for _, def := range d.Tools {
-		if seen[def.Name] {
-			continue // a server listing one name twice: the first definition wins
-		}
-		seen[def.Name] = true
-		// A tool listed without an input schema is stored with {}; hash and compare
-		// the same value, or it would look changed on every run.
-		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
-			def.InputSchema = json.RawMessage(`{}`)
-		}
-		list = append(list, listed{def: def})
-	}
-	// Hashing is most of the work for a list that has not changed: on every CPU.
-	parallel(len(list), func(i int) { list[i].hash = DefinitionHash(list[i].def) })
 	needs := make(map[string]bool)
 	var changedIDs, changedHashes []string
 	for _, l := range list {
-		if cur, ok := byName[l.def.Name]; ok && cur.DefinitionHash != l.hash {
+		if cur, ok := byName[l.Def.Name]; ok && cur.DefinitionHash != l.Hash {
 			needs[cur.ID] = true
-			changedIDs, changedHashes = append(changedIDs, cur.ID), append(changedHashes, l.hash)
+			changedIDs, changedHashes = append(changedIDs, cur.ID), append(changedHashes, l.Hash)
 		}
 	}
 	for _, cur := range byName {
@@ -894,8 +879,8 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	// The diffs of changed tools, on every CPU too.
 	diffs := make([][]Change, len(list))
 	parallel(len(list), func(i int) {
-		if cur, ok := byName[list[i].def.Name]; ok && cur.DefinitionHash != list[i].hash {
-			diffs[i] = Diff(cur.def, list[i].def)
+		if cur, ok := byName[list[i].Def.Name]; ok && cur.DefinitionHash != list[i].Hash {
+			diffs[i] = Diff(cur.def, list[i].Def)
 		}
 	})
 
@@ -903,7 +888,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	w := tools.DiscoveryWrite{Actor: actor}
 	written := make(map[string]bool)
 	for i, l := range list {
-		def, hash := l.def, l.hash
+		def, hash := l.Def, l.Hash
 		in := def.InputSchema
 		raw := def.Raw
 		if len(raw) == 0 {
@@ -1002,6 +987,34 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 		}
 	}
 	return res, nil
+}
+
+// ListedTool is a listed tool as discovery stores it, with its DefinitionHash.
+type ListedTool struct {
+	Def  ToolDef
+	Hash string
+}
+
+// HashListing is a server's listing as discovery stores and hashes it: the first
+// definition of a name listed twice (a server's mistake), a tool listed without an
+// input schema with {} (stored so: hashed the same, or it would look changed on every
+// run), each with its DefinitionHash, computed on every CPU (hashing is most of the
+// work for a list that has not changed). The session manager checks calls against it.
+func HashListing(tools []ToolDef) []ListedTool {
+	list := make([]ListedTool, 0, len(tools))
+	seen := make(map[string]bool, len(tools))
+	for _, def := range tools {
+		if seen[def.Name] {
+			continue
+		}
+		seen[def.Name] = true
+		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
+			def.InputSchema = json.RawMessage(`{}`)
+		}
+		list = append(list, ListedTool{Def: def})
+	}
+	parallel(len(list), func(i int) { list[i].Hash = DefinitionHash(list[i].Def) })
+	return list
 }
 
 // parallel calls fn(0) … fn(n-1) on GOMAXPROCS goroutines (one for a short list).

@@ -91,7 +91,8 @@ func (r *Router) newBreaker(serverID, server string) *callBreaker {
 		// and a trial call ending so would close it.
 		IsExcluded: func(err error) bool {
 			return serverRefused(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
-				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge)
+				errors.Is(err, mcpclient.ErrIdentityChanged) || errors.Is(err, mcpclient.ErrResultTooLarge) ||
+				errors.Is(err, mcpclient.ErrDefinitionDiffers)
 		},
 		OnStateChange: func(string, gobreaker.State, gobreaker.State) {
 			b.mu.Lock()

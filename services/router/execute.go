@@ -14,6 +14,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/toolwarden/toolwarden/services/builtin"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -79,7 +80,10 @@ func (r *Router) execute(ctx context.Context, e *entry, args json.RawMessage, id
 			return nil, err
 		}
 		call := func() (*mcp.CallToolResult, error) {
-			res, err := r.mcp.CallToolServed(cctx, e.t.ServerID, identity, e.t.Name, args, progress, func(m *secrets.Masker) { served.Store(m) })
+			// Pinned to the definition the call was vetted against (the tool row check
+			// read): this replica's session may list another, since another replica's
+			// discovery may have stored what its own session lists.
+			res, err := r.mcp.CallToolServed(cctx, e.t.ServerID, identity, e.t.Name, e.t.DefinitionHash, args, progress, func(m *secrets.Masker) { served.Store(m) })
 			if err != nil && cctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 				// A context error while the call's own context is alive is the session's:
 				// it ended under the call (a crashed server's session is closed, which can
@@ -142,6 +146,16 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 	case errors.Is(err, mcpclient.ErrIdentityChanged):
 		return fail(CodeStale, "the connection settings of server %s changed since %s was approved; plan and approve it again",
 			e.t.Server, e.t.QualifiedName())
+	case errors.Is(err, mcpclient.ErrDefinitionDiffers):
+		// Refused before it was sent: this replica's session runs another definition than
+		// the vetted one. Not retried (asking again meets the same session).
+		lists := "lists a different definition of tool " + e.t.QualifiedName() + " than the one vetted"
+		if de := (*mcpclient.DefinitionError)(nil); errors.As(err, &de) && !de.Listed {
+			lists = "does not list tool " + e.t.QualifiedName()
+		}
+		return &Error{Fault: fault.Conflict(fault.KindConflict.String(), fmt.Sprintf(
+			"server %s's session on this replica %s; it is being discovered again, and the tool will need validating again",
+			e.t.Server, lists)).About("call")}
 	case errors.Is(err, mcpclient.ErrNotConnected):
 		return fail(CodeUpstream, "server %s is not connected: %s", e.t.Server, strings.TrimPrefix(err.Error(), mcpclient.ErrNotConnected.Error()+": "))
 	case errors.Is(err, mcpclient.ErrResultTooLarge):

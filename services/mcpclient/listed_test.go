@@ -1,0 +1,46 @@
+package mcpclient
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/toolwarden/toolwarden/services/registry"
+)
+
+// A session's listing is hashed as ApplyDiscovery hashes what it stores: a missing or
+// null input schema as {}, the first of two definitions of one name; and a large list
+// hashed on several CPUs gives each tool its own hash.
+func TestListedHashesAsStored(t *testing.T) {
+	ann := json.RawMessage(`{"readOnlyHint":true}`)
+	got := listedHashes([]registry.ToolDef{
+		{Name: "none", Description: "d"},
+		{Name: "null", InputSchema: json.RawMessage(` null `)},
+		{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ann},
+		{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	})
+	want := map[string]string{
+		"none":  registry.DefinitionHash(registry.ToolDef{Name: "none", Description: "d", InputSchema: json.RawMessage(`{}`)}),
+		"null":  registry.DefinitionHash(registry.ToolDef{Name: "null", InputSchema: json.RawMessage(`{}`)}),
+		"twice": registry.DefinitionHash(registry.ToolDef{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ann}),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d hashes, want %d: %v", len(got), len(want), got)
+	}
+	for name, h := range want {
+		if got[name] != h {
+			t.Errorf("%s: hash %s, want %s", name, got[name], h)
+		}
+	}
+
+	many := make([]registry.ToolDef, 3000)
+	for i := range many {
+		many[i] = registry.ToolDef{Name: fmt.Sprintf("t%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)}
+	}
+	hashes := listedHashes(many)
+	for _, i := range []int{0, 1, 1499, 2999} {
+		if h := registry.DefinitionHash(many[i]); hashes[many[i].Name] != h {
+			t.Fatalf("%s: hash %s, want %s", many[i].Name, hashes[many[i].Name], h)
+		}
+	}
+}
