@@ -109,7 +109,8 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	// What the session lists is what its calls run, whatever becomes of the store
 	// (superseded, refused, failed): recorded first, so that a call landing between
 	// the store and this record is not checked against the list before.
-	s.tools.record(gen, listedHashes(d.Tools))
+	d.Listed = registry.HashListing(d.Tools)
+	s.tools.record(gen, hashesOf(d.Listed))
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if err != nil {
 		if noRunToRecord(err) {

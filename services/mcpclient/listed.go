@@ -81,7 +81,11 @@ func (s *sessionListing) forget() {
 // listedHashes is the definition hash of each tool of a listing as the registry stores
 // it for definition_hash (registry.HashListing), by name; tools already masked (maskTool).
 func listedHashes(tools []registry.ToolDef) map[string]string {
-	list := registry.HashListing(tools)
+	return hashesOf(registry.HashListing(tools))
+}
+
+// hashesOf is a hashed listing's hashes by name.
+func hashesOf(list []registry.ListedTool) map[string]string {
 	out := make(map[string]string, len(list))
 	for _, l := range list {
 		out[l.Def.Name] = l.Hash

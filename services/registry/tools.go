@@ -597,6 +597,9 @@ type Discovery struct {
 	// first few are in LeftOutNames as "name: why", shown with the run.
 	LeftOut      int
 	LeftOutNames []string
+	// Listed is HashListing(Tools) when the caller computed it already (the session
+	// manager does, to check calls against it): hashing is most of a large list's cost.
+	Listed []ListedTool
 }
 
 // MaxToolsPerServer is the most tools stored for one server, listed now or not: a
@@ -847,7 +850,10 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	if actor == "" {
 		actor = "system"
 	}
-	list := HashListing(d.Tools)
+	list := d.Listed
+	if list == nil {
+		list = HashListing(d.Tools)
+	}
 	seen := make(map[string]bool, len(list))
 	for _, l := range list {
 		seen[l.Def.Name] = true
