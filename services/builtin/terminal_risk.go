@@ -537,8 +537,14 @@ func joinedRisk(held *lineEditor, input string) string {
 	alone.rateInput(&lineEditor{}, input)
 	before.rateLine(edited{text: string(held.line), shell: held.shellEdited, cut: held.cut})
 	var added inputWhys
+	// An Esc alone left pending, then keys that do not continue a key's sequence ([ or
+	// O: the arrows, Home, End): in a full-screen program that is Esc, then keys (vim's
+	// Esc, then :wq), which the line's rebuilding reads as a shell's Alt key. Only the
+	// command's reasons count then; an arrow key split between two calls still does.
+	twoKeys := len(held.line) == 0 && !held.shellEdited && !held.cut && string(held.pending) == "\x1b" &&
+		!strings.HasPrefix(input, "[") && !strings.HasPrefix(input, "O")
 	for _, why := range joined.line {
-		if !slices.Contains(alone.line, why) && !slices.Contains(before.line, why) {
+		if !twoKeys && !slices.Contains(alone.line, why) && !slices.Contains(before.line, why) {
 			added.add(true, why)
 		}
 	}

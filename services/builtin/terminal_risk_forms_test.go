@@ -98,6 +98,10 @@ func TestJoinedRisk(t *testing.T) {
 		{"sud", "\x03ls\n", ""},                   // so did Ctrl-C
 		{"", "sudo reboot\n", ""},                 // a fresh line: the input alone is what was rated
 		{"\x1b", "[Asud", "changed by the shell"}, // the up key, cut between two inputs
+		{"\x1b", "OA\n", "changed by the shell"},  // the same key as SS3
+		{"\x1b", ":wq\n", ""},                     // vim: Esc, then a command
+		{"\x1b", "ZZ", ""},
+		{"\x1b", "sudo reboot\n", ""}, // rated alone, as the router did
 		{"sudo ls; r", "m -r x", "deletes recursively"},
 	} {
 		var held lineEditor
