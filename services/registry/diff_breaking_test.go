@@ -27,6 +27,15 @@ func TestDiffBreaking(t *testing.T) {
 		old, new string
 		want     []change
 	}{
+		{"format added under draft-07, which checks it", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"to":{"type":"string"}}}`,
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"to":{"type":"string","format":"email"}}}`,
+			[]change{{"parameter_changed", "/to", true}}},
+		{"format added under 2020-12, which only describes it", `{"type":"object","properties":{"to":{"type":"string"}}}`,
+			`{"type":"object","properties":{"to":{"type":"string","format":"email"}}}`,
+			[]change{{"parameter_changed", "/to", false}}},
+		{"$schema changed", `{"type":"object","properties":{"to":{"type":"string"}}}`,
+			`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"to":{"type":"string"}}}`,
+			[]change{{"input_schema", "", true}}},
 		{"undeclared name newly required", `{"type":"object"}`, `{"type":"object","required":["confirm"]}`,
 			[]change{{"parameter_required", "/confirm", true}}},
 		{"undeclared name no longer required", `{"type":"object","required":["confirm"]}`, `{"type":"object"}`,

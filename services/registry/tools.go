@@ -245,6 +245,9 @@ const (
 type inputDiff struct {
 	out  []Change
 	work int // nested schemas compared so far
+	// formats: the new schema's dialect is older than 2019-09, where format is checked
+	// (draft-04 to draft-07, as the schema compiler honours $schema), not only described.
+	formats bool
 }
 
 // diffInput lists the parameters removed, retyped, added, made required or optional,
@@ -261,6 +264,9 @@ func diffInput(old, new json.RawMessage) []Change {
 	nm, nOK := schemaOf(n)
 	if !oOK || !nOK {
 		return []Change{{Kind: "input_schema", Breaking: true, Message: "input schema changed (it is not a JSON object)"}}
+	}
+	if v, _ := nm["$schema"].(string); strings.Contains(v, "draft-0") {
+		d.formats = true
 	}
 	d.object("", om, nm, 0)
 	switch {
@@ -371,9 +377,10 @@ func (d *inputDiff) changed(path, label string, old, new any, depth int) {
 }
 
 // validating are the JSON Schema keywords (draft 4 to 2020-12) that can refuse a value;
-// the others (title, description, default, examples, format, deprecated, $comment,
-// $schema, and keywords JSON Schema does not define) only describe, so changing them
-// breaks no caller.
+// the others (title, description, default, examples, deprecated, $comment, and keywords
+// JSON Schema does not define) only describe, so changing them breaks no caller. format
+// refuses too under a dialect before 2019-09 (inputDiff.formats), and $schema, which
+// chooses the dialect, counts as refusing when it names another dialect.
 var validating = map[string]bool{
 	"type": true, "enum": true, "const": true, "multipleOf": true, "maximum": true, "exclusiveMaximum": true,
 	"minimum": true, "exclusiveMinimum": true, "maxLength": true, "minLength": true, "pattern": true,
@@ -395,10 +402,15 @@ var validating = map[string]bool{
 func (d *inputDiff) refuses(old, new map[string]any, depth int) bool {
 	for k, n := range new {
 		o, had := old[k]
-		if !validating[k] || (had && same(o, n)) {
+		// $schema chooses what the other keywords mean (format checked or not, say).
+		if !validating[k] && k != "$schema" && (k != "format" || !d.formats) || (had && same(o, n)) {
 			continue
 		}
 		switch k {
+		case "$schema":
+			if dialect(o) != dialect(n) {
+				return true
+			}
 		case "type":
 			if typesNarrowed(o, n) {
 				return true
@@ -440,6 +452,21 @@ func (d *inputDiff) schemaRefuses(old, new any, depth int) bool {
 		}
 	}
 	return false
+}
+
+// dialect is the JSON Schema dialect a $schema value names, as the schema compiler reads
+// it: none is 2020-12 (the MCP default).
+func dialect(v any) string {
+	s, _ := v.(string)
+	for _, d := range []string{"2020-12", "2019-09", "draft-07", "draft-06", "draft-04"} {
+		if strings.Contains(s, d) {
+			return d
+		}
+	}
+	if s == "" {
+		return "2020-12"
+	}
+	return s
 }
 
 // schemaOf is a decoded schema as an object; ok is false when it is present but not an
