@@ -131,10 +131,16 @@ func (c *conn) listedNow(ctx context.Context, s *session) (*listing, error) {
 		return l, nil
 	}
 	gen := t.gen.Load()
-	lctx, cancel := context.WithTimeout(ctx, c.timeout())
+	// Each page has the server's timeout, as a discovery's, and the whole list the bound
+	// of a resources list (the call waits on it). Running out is ErrTimeout, not a bare
+	// context error, which the router would take for the session ending under the call.
+	lctx, cancel := context.WithTimeout(ctx, min(listBound*c.timeout(), maxDiscovery))
 	defer cancel()
 	tools, _, err := listToolsSkipping(lctx, s.cs, listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}, nil, nil)
 	if err != nil {
+		if ctx.Err() == nil && (lctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			return nil, fmt.Errorf("mcpclient: tools/list: %s did not list its tools within %s: %w", c.cfg.Name, min(listBound*c.timeout(), maxDiscovery), ErrTimeout)
+		}
 		return nil, c.mask(err)
 	}
 	for i := range tools {
