@@ -1248,8 +1248,23 @@ func (w *write) lookAhead(ctx context.Context, firstPath string, firstRead bool,
 		return nil // the write says what is wrong when it comes to it
 	}
 	need, err := w.s.needsGrant(ctx, w.c, t, false)
-	if err != nil || !need {
+	if err != nil {
 		return err
+	}
+	if !need {
+		// Another person's workspace, or none at all: the write would be refused at its
+		// second path, after the first path used its grant.
+		if a, err := w.s.accessOf(ctx, w.c, t); err != nil {
+			return err
+		} else if a == accessOthers {
+			return w.s.errUnreachable(t.area)
+		}
+		if ok, err := w.s.isArea(t.area); err != nil {
+			return err
+		} else if !ok {
+			return w.s.errUnreachable(t.area)
+		}
+		return nil
 	}
 	has, err := w.s.hasGrant(ctx, w.c, w.op, t)
 	if err != nil {
