@@ -574,7 +574,7 @@ func (s *Server) SnapshotGone(conversation, id string) (string, error) {
 	if !safeName.MatchString(id) {
 		return "", nil // not a snapshot id: the restore's to report
 	}
-	gone := fmt.Sprintf("its snapshot %s was pruned (older than the %s a snapshot is kept)", id, retentionText())
+	gone := fmt.Sprintf("its snapshot %s is no longer in the snapshot store (pruned: a snapshot is kept %s; or taken on a replica with another built-in root)", id, retentionText())
 	rr, err := os.OpenRoot(s.opts.Root)
 	if err != nil {
 		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)

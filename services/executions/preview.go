@@ -19,7 +19,7 @@ type Previewer interface {
 	// Fingerprint is what step would find now, to compare with its preview's.
 	Fingerprint(ctx context.Context, conversation string, step PreviewCall) (string, error)
 	// SnapshotGone says why the snapshot snapshotID, taken in conversation, can no
-	// longer be restored ("its snapshot … was pruned (…)"), or "" while it can: a
+	// longer be restored ("its snapshot … is no longer in the snapshot store (…)"), or "" while it can: a
 	// rollback lists a write whose snapshot is gone as not undone, not as a restore
 	// that would fail and end it.
 	SnapshotGone(ctx context.Context, conversation, snapshotID string) (string, error)

@@ -345,7 +345,7 @@ type RollbackPlan struct {
 	Steps []PlannedStep
 	// Missing are the steps nothing undoes, which stay as they are: "step 2
 	// (fs__write_file)", completed with no undo; "step 2 (builtin__file_operations), its
-	// snapshot … was pruned (…): nothing undoes it", a built-in write whose snapshot is
+	// snapshot … is no longer in the snapshot store (…): nothing undoes it", a built-in write whose snapshot is
 	// gone (builtin.SnapshotRetention); "step 3 (…), interrupted: it may have taken
 	// effect", which no undo is run for (it may not have), and likewise "step 3 (…),
 	// failed after its server got the call: …" (a timeout, say) and "step 3 (…), failed

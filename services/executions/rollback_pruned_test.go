@@ -76,7 +76,7 @@ func TestRollbackNamesAWriteWhoseSnapshotWasPruned(t *testing.T) {
 		t.Fatalf("after the prune the rollback undoes steps %v (problems %v); want step 1's compensation alone", got, rp.Problems)
 	}
 	if len(rp.Missing) != 2 || !strings.HasPrefix(rp.Missing[0], "step 2 (builtin__file_operations), its snapshot ") ||
-		!strings.Contains(rp.Missing[0], "was pruned (older than the 7 days a snapshot is kept)") {
+		!strings.Contains(rp.Missing[0], "is no longer in the snapshot store (pruned: a snapshot is kept 7 days") {
 		t.Fatalf("not undone: %q; want step 2 named, its snapshot pruned", rp.Missing)
 	}
 
