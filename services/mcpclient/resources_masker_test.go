@@ -2,14 +2,19 @@ package mcpclient_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/mcptest"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
+	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // A read answers with the masker of the session that answered it: the server's session
@@ -50,7 +55,12 @@ func TestReadResourceMaskerIsTheAnsweringSessions(t *testing.T) {
 		t.Fatalf("masked with the masker the read returned: %q still holds the answering session's credential", got)
 	}
 	// Lists hand back theirs too: the new session's.
-	_, listed, err := e.mgr.ListResources(ctx, sv.ID)
+	// The status may read connected a moment before the new session is live.
+	var listed *secrets.Masker
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		_, listed, err = e.mgr.ListResources(ctx, sv.ID)
+		return !errors.Is(err, mcpclient.ErrNotConnected)
+	}, "the new session did not list")
 	if err != nil || listed == nil || strings.Contains(listed.String("sent "+second), second) {
 		t.Fatalf("a list's masker after the change (err %v): want one that masks the new credential", err)
 	}
