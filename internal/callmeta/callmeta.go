@@ -31,6 +31,10 @@ type Meta struct {
 	// Expect is the fingerprint a previewed file write expects its file to have
 	// (services/builtin, preview.go); "" for any other call.
 	Expect string `json:"expect,omitempty"`
+	// Level is the risk level the call was let through at (low, medium, high: approved
+	// by policy, a confirm or a phrase): a terminal refuses a send_input whose joined
+	// line rates above it, which the router could not see.
+	Level string `json:"level,omitempty"`
 }
 
 type key struct{}

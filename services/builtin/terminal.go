@@ -380,7 +380,7 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 }
 
 func caller(c Call) TerminalCaller {
-	return TerminalCaller{UserID: c.UserID, UserName: c.UserName, Source: c.Source, ActorKind: c.ActorKind, TokenID: c.TokenID}
+	return TerminalCaller{UserID: c.UserID, UserName: c.UserName, Source: c.Source, ActorKind: c.ActorKind, TokenID: c.TokenID, Level: c.Level}
 }
 
 // lookup decodes args into in and finds the session it names, which must be the

@@ -61,6 +61,20 @@ func TestSendInputRatedWithItsLine(t *testing.T) {
 		t.Fatalf("the line cleared: %s", router.TextOf(res.Content))
 	}
 
+	// A call let through at HIGH was approved at the level the joined line rates: typed.
+	if _, err := srv.App.Terminals.RunOp(ctx, c, "send_input", json.RawMessage(input("\x15r"))); err != nil {
+		t.Fatal(err)
+	}
+	piece := json.RawMessage(input("m -r ./gone-x; echo HIGH-$((40+2))\n"))
+	if res, err := srv.App.Terminals.RunOp(ctx, c, "send_input", piece); err != nil || !res.IsError {
+		t.Fatalf("the piece finishing rm -r, let through at low: %v %+v, want it refused", err, res)
+	}
+	high := c
+	high.Level = "high"
+	if res, err := srv.App.Terminals.RunOp(ctx, high, "send_input", piece); err != nil || res.IsError {
+		t.Fatalf("the same piece let through at high: %v %+v, want it typed", err, res)
+	}
+
 	term := srv.App.Terminals.Get(cs.SessionID)
 	page := builtin.TerminalCaller{UserName: "admin", Source: "browser"}
 	if err := term.Input(page, "chmod -"); err != nil {
@@ -71,7 +85,7 @@ func TestSendInputRatedWithItsLine(t *testing.T) {
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		out, _, _ := term.Output(0)
-		if strings.Contains(string(out), "fine-42") && strings.Contains(string(out), "PAGE-42") {
+		if strings.Contains(string(out), "fine-42") && strings.Contains(string(out), "PAGE-42") && strings.Contains(string(out), "HIGH-42") {
 			if strings.Contains(string(out), "RAN-42") {
 				t.Fatalf("the refused piece ran:\n%s", out)
 			}

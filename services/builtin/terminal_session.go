@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/proctrack"
+	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -186,7 +187,11 @@ func (l TypedLine) Hidden() bool { return l.EchoOff || l.AfterLine }
 
 // TerminalCaller is who typed into a terminal or called the tool: a person, or their
 // API token (ActorKind "token", TokenID) when an agent's call did.
-type TerminalCaller struct{ UserID, UserName, Source, ActorKind, TokenID string }
+type TerminalCaller struct {
+	UserID, UserName, Source, ActorKind, TokenID string
+	// Level is the risk level an agent's call was let through at (callmeta.Meta.Level).
+	Level string
+}
 
 // browserSource is TerminalCaller.Source of keys a person types on the /terminals page
 // (web/terminal_ws.go): they reach the shell past the router, so no rating of a call
@@ -1102,9 +1107,10 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	t.inMu.Unlock()
 	// The router rated a call's input alone; the line it joins is known here, where the
 	// terminal runs (a call another replica took is forwarded here). Keys typed on the
-	// page are a person's, rated by no one. Rated outside inMu: only Input (under
+	// page are a person's, rated by no one; a call let through at HIGH was approved at
+	// the level every joined reason carries. Rated outside inMu: only Input (under
 	// typing) changes inLine.
-	if who.Source != browserSource {
+	if who.Source != browserSource && risk.Level(who.Level) != risk.High {
 		if why := joinedRisk(&before, s); why != "" {
 			return fmt.Errorf("not typed: with what its line already holds, the %s, which rating each input alone "+
 				"does not show; type the whole line in one send_input (Ctrl-U, \\u0015, first clears what the line "+

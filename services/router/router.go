@@ -491,7 +491,9 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if c.Pin != nil {
 		identity = c.Pin.ServerIdentity
 	}
-	out, attempts, mask, err := r.execute(callmeta.With(ctx, metaOf(c, callID)), e, raw, identity, c.Progress, rec)
+	meta := metaOf(c, callID)
+	meta.Level = string(e.risk.Level)
+	out, attempts, mask, err := r.execute(callmeta.With(ctx, meta), e, raw, identity, c.Progress, rec)
 	rec.attempts = attempts
 	if err != nil {
 		return nil, rec.failed(mask.err(err))
