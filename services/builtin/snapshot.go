@@ -102,6 +102,21 @@ func (s *Server) openStore() (*os.Root, error) {
 	return rr.OpenRoot(snapshotDir)
 }
 
+// lookStore opens the snapshot store to read it, making none (openStore makes it): nil,
+// and no error, when there is none.
+func (s *Server) lookStore() (*os.Root, error) {
+	rr, err := os.OpenRoot(s.opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	store, err := rr.OpenRoot(snapshotDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return store, err
+}
+
 // syncDir fsyncs directory dir of root, so that the names just made or renamed in it
 // survive a power loss.
 func syncDir(root *os.Root, dir string) error {
@@ -546,13 +561,8 @@ func parentOfAnother(m snapManifest, e snapEntry) bool {
 // restoreTargetsOf is restoreTargets of snapshot id as c would restore it; nil when
 // it cannot be read. It looks without making the snapshot store.
 func (s *Server) restoreTargetsOf(c Call, id string) []target {
-	rr, err := os.OpenRoot(s.opts.Root)
-	if err != nil {
-		return nil
-	}
-	defer rr.Close()
-	store, err := rr.OpenRoot(snapshotDir)
-	if err != nil {
+	store, err := s.lookStore()
+	if err != nil || store == nil {
 		return nil
 	}
 	defer store.Close()
@@ -569,22 +579,17 @@ func (s *Server) restoreTargetsOf(c Call, id string) []target {
 // restore_snapshot to put back, or "" while it is (or when it cannot tell: the restore
 // then says what is wrong). A rollback is planned with it: a restore of a pruned
 // snapshot would fail when it runs, and end the rollback before the undo steps after it.
-// It looks as restoreTargetsOf does, finishing nothing and making no store.
+// It looks as restoreTargetsOf does (lookStore), finishing nothing and making no store.
 func (s *Server) SnapshotGone(conversation, id string) (string, error) {
 	if !safeName.MatchString(id) {
 		return "", nil // not a snapshot id: the restore's to report
 	}
 	gone := fmt.Sprintf("its snapshot %s is no longer in the snapshot store (pruned: a snapshot is kept %s; or taken on a replica with another built-in root)", id, retentionText())
-	rr, err := os.OpenRoot(s.opts.Root)
+	store, err := s.lookStore()
 	if err != nil {
 		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)
-	}
-	defer rr.Close()
-	store, err := rr.OpenRoot(snapshotDir)
-	if errors.Is(err, fs.ErrNotExist) {
+	} else if store == nil {
 		return gone, nil // no store: no snapshot was kept since it was made
-	} else if err != nil {
-		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)
 	}
 	defer store.Close()
 	c := Call{}
