@@ -87,7 +87,7 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 		b, _ := json.Marshal(v)
 		return write(websocket.TextMessage, b)
 	}
-	who := builtin.TerminalCaller{UserID: p.User.ID, UserName: p.User.Username, Source: "browser", ActorKind: p.Kind, TokenID: p.TokenID}
+	who := builtin.TerminalCaller{UserID: p.User.ID, UserName: p.User.Username, Source: builtin.BrowserSource, ActorKind: p.Kind, TokenID: p.TokenID}
 
 	notify, stop := t.Notify() // before the first read, so nothing falls between
 	defer stop()

@@ -193,10 +193,10 @@ type TerminalCaller struct {
 	Level string
 }
 
-// browserSource is TerminalCaller.Source of keys a person types on the /terminals page
+// BrowserSource is TerminalCaller.Source of keys a person types on the /terminals page
 // (web/terminal_ws.go): they reach the shell past the router, so no rating of a call
 // holds them (Input).
-const browserSource = "browser"
+const BrowserSource = "browser"
 
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
@@ -1110,7 +1110,7 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	// page are a person's, rated by no one; a call let through at HIGH was approved at
 	// the level every joined reason carries. Rated outside inMu: only Input (under
 	// typing) changes inLine.
-	if who.Source != browserSource && risk.Level(who.Level) != risk.High {
+	if who.Source != BrowserSource && risk.Level(who.Level) != risk.High {
 		if why := joinedRisk(&before, s); why != "" {
 			return fmt.Errorf("not typed: with what its line already holds, the %s, which rating each input alone "+
 				"does not show; type the whole line in one send_input (Ctrl-U, \\u0015, first clears what the line "+
