@@ -94,12 +94,27 @@ func TestCallRefusedWhereSessionListsAnotherDefinition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored := func() string {
-		h := testkit.Strings(t, pool, `SELECT definition_hash FROM mcp_tools WHERE server_id = $1 AND name = 'tool_x'`, sv.ID)
+	// The definition stored now, and whether it is v2's (destructive): both replicas also
+	// discover on their own when they connect, so which stored last is read, not assumed.
+	stored := func() (hash string, isV2 bool) {
+		h := testkit.Strings(t, pool, `SELECT definition_hash || ' ' || coalesce(annotations->>'destructiveHint', 'false')
+			FROM mcp_tools WHERE server_id = $1 AND name = 'tool_x'`, sv.ID)
 		if len(h) == 0 {
-			return ""
+			return "", false
 		}
-		return h[0]
+		hash, hint, _ := strings.Cut(h[0], " ")
+		return hash, hint == "true"
+	}
+	// waitStored waits for the variant's definition to be stored and returns its hash.
+	waitStored := func(wantV2 bool, msg string) string {
+		t.Helper()
+		var hash string
+		testkit.WaitFor(t, 30*time.Second, func() bool {
+			h, isV2 := stored()
+			hash = h
+			return h != "" && isV2 == wantV2
+		}, msg)
+		return hash
 	}
 	calls := func(m *mcpclient.Manager) int {
 		n := 0
@@ -128,13 +143,14 @@ func TestCallRefusedWhereSessionListsAnotherDefinition(t *testing.T) {
 		}
 	}
 
-	// Replica a (v2) discovers first, then b (v1): v1's definition is the one stored.
+	// Replica a (v2) discovers, then b (v1): each definition is stored in turn.
 	a.Refresh(ctx, sv.ID)
-	testkit.WaitFor(t, 30*time.Second, func() bool { return stored() != "" }, "replica a never stored tool_x")
-	v2 := stored()
+	v2 := waitStored(true, "replica a never stored its definition of tool_x")
 	b.Refresh(ctx, sv.ID)
-	testkit.WaitFor(t, 30*time.Second, func() bool { h := stored(); return h != "" && h != v2 }, "replica b's discovery never stored its definition")
-	v1 := stored()
+	v1 := waitStored(false, "replica b's discovery never stored its definition")
+	if v1 == v2 {
+		t.Fatalf("v1 and v2 stored with one definition hash %s", v1)
+	}
 
 	// Pinned to v1: runs on b, whose session lists v1.
 	if err := call(b, "tool_x", v1); err != nil {
@@ -144,7 +160,7 @@ func TestCallRefusedWhereSessionListsAnotherDefinition(t *testing.T) {
 	// On a, whose session lists v2, it is refused before a's process receives it...
 	refused(call(a, "tool_x", v1), true)
 	// ...and a discovers again, storing what its session lists.
-	testkit.WaitFor(t, 30*time.Second, func() bool { return stored() == v2 }, "the refusal never had a discover the server again")
+	testkit.WaitFor(t, 30*time.Second, func() bool { h, _ := stored(); return h == v2 }, "the refusal never had a discover the server again")
 	if n := calls(a); n != 0 {
 		t.Fatalf("a's process received %d calls of a definition it does not list", n)
 	}
