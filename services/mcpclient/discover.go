@@ -70,7 +70,13 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 		}
 		return registry.DiscoveryResult{}, ErrNotConnected
 	}
-	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint}
+	// Numbered before the server is asked, so that a list another replica began later
+	// and stored first is not replaced by this one.
+	seq, err := c.m.reg.ListingSeq(ctx)
+	if err != nil {
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: numbering the listing: %w", c.cfg.Name, err)
+	}
+	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: c.cfg.Fingerprint, Seq: seq}
 	lastProgress := time.Now()
 	lim := listLimits{maxPages: c.m.opts.MaxPages, timeout: c.timeout()}
 	gen := s.tools.gen.Load()
@@ -127,11 +133,12 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 
 // noRunToRecord reports whether err, from ApplyDiscovery, needs no failed run
 // from the caller: the registry stored one itself (a superseded list, too many tools),
-// or the server was deleted (nowhere to store one). Every other failure, a fault too
+// the list was overtaken by a newer one (whose run is the server's last), or the server
+// was deleted (nowhere to store one). Every other failure, a fault too
 // (a tool moved meanwhile on every attempt), is recorded by the caller, or the
 // server's page would show its last successful run as if nothing had failed.
 func noRunToRecord(err error) bool {
-	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrTooManyTools) ||
+	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrDiscoveryOvertaken) || errors.Is(err, registry.ErrTooManyTools) ||
 		errors.Is(err, registry.ErrNotFound)
 }
 

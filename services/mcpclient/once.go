@@ -36,6 +36,12 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	redact := func(s string) string { return registry.ClipError(textcheck.Storable(mask(s))) }
 	stderr.setRedact(redact)
 	d := registry.Discovery{Trigger: trigger, Actor: actor, StartedAt: time.Now(), Fingerprint: cfg.Fingerprint}
+	// As conn.discoverLocked: numbered before the server is asked.
+	seq, err := m.reg.ListingSeq(ctx)
+	if err != nil {
+		return registry.DiscoveryResult{}, fmt.Errorf("discovery of %s: numbering the listing: %w", cfg.Name, err)
+	}
+	d.Seq = seq
 	// A discovery that fails is a failed run on the server's page, as a session's is:
 	// an import's output is gone once read.
 	record := func(msg string) {

@@ -627,6 +627,17 @@ type Discovery struct {
 	// Listed is HashListing(Tools) when the caller computed it already (the session
 	// manager does, to check calls against it): hashing is most of a large list's cost.
 	Listed []ListedTool
+	// Seq is ListingSeq taken as the listing began; when set, a list begun before the
+	// one stored (on another replica) is not stored (ErrDiscoveryOvertaken).
+	Seq int64
+}
+
+// ListingSeq numbers a listing of a server as it begins (Discovery.Seq): the numbers
+// order listings across replicas, whose clocks may differ.
+func (s *Service) ListingSeq(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `/* registry.ListingSeq */ SELECT nextval('discovery_listing_seq')`).Scan(&n)
+	return n, err
 }
 
 // MaxToolsPerServer is the most tools stored for one server, listed now or not: a
@@ -646,6 +657,11 @@ var ErrTooManyTools = fault.Upstream("too_many_tools", "the server lists more to
 // listed, so the list may be another endpoint's. The session reconnects on the change
 // and discovers again.
 var ErrDiscoverySuperseded = fault.Stale("discovery_superseded", "the server's settings changed during the discovery, so its list was not stored; a new discovery runs with the new settings").About("server")
+
+// ErrDiscoveryOvertaken: a listing of the server begun after this one (another
+// replica's session) was stored first; the older list is not stored over it, and no run
+// is recorded (the newer list's run is the server's last).
+var ErrDiscoveryOvertaken = fault.Stale("discovery_overtaken", "a listing of the server begun after this one, by another replica, was stored first; this older list was not stored").About("server")
 
 // DiscoveryResult counts what a discovery changed (docs/api.md: POST .../discover).
 type DiscoveryResult struct {
@@ -721,7 +737,7 @@ func discoveryRetryable(err error) bool {
 // the difference in one transaction.
 func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discovery) (DiscoveryResult, error) {
 	var res DiscoveryResult
-	superseded := false
+	superseded, overtaken := false, false
 	var tooMany *fault.Error
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		// The row lock serializes discoveries of one server across sessions and replicas.
@@ -743,6 +759,18 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 				// Stored as a failed run saying so.
 				res.RunID, err = insertFailedRun(ctx, tx, serverID, d, ErrDiscoverySuperseded.Message)
 				return err
+			}
+		}
+		// Lists are stored in the order their listings began, whichever commits first.
+		if d.Seq != 0 {
+			tag, err := tx.Exec(ctx, `/* registry.ApplyDiscovery.order */
+				UPDATE mcp_servers SET listing_seq = $2 WHERE id = $1 AND listing_seq < $2`, serverID, d.Seq)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() == 0 {
+				overtaken = true
+				return nil
 			}
 		}
 		// What the comparison needs of each stored tool; the definitions themselves
@@ -825,6 +853,9 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 	})
 	if err == nil && superseded {
 		return res, ErrDiscoverySuperseded
+	}
+	if err == nil && overtaken {
+		return res, ErrDiscoveryOvertaken
 	}
 	if err == nil && tooMany != nil {
 		return res, tooMany
