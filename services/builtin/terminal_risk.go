@@ -471,13 +471,13 @@ func (w *inputWhys) add(line bool, why string) {
 // rateLine adds the reasons of one line the shell gets (finished or not).
 func (w *inputWhys) rateLine(l edited) {
 	if l.shell {
-		w.add(true, "line is changed by the shell's history, completion or editing keys, so what it runs is not in the text")
+		w.add(true, "the line is changed by the shell's history, completion or editing keys, so what it runs is not in the text")
 	}
 	if l.cut {
-		w.add(true, fmt.Sprintf("line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
+		w.add(true, fmt.Sprintf("the line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
 	}
 	if historyLine.MatchString(l.text) {
-		w.add(true, "line runs a command from the shell's history (!, ^old^new, fc)")
+		w.add(true, "the line runs a command from the shell's history (!, ^old^new, fc)")
 	}
 	for _, why := range commandWhys(l.text) {
 		w.add(false, why)
@@ -519,7 +519,7 @@ func InputRisk(input string) (risk.Level, string, bool) {
 	if len(w.line)+len(w.command) == 0 {
 		return "", "", false
 	}
-	return risk.High, "the typed " + w.String(), true
+	return risk.High, "in the typed input, " + w.String(), true
 }
 
 // joinedRisk is what input, typed at the unfinished line held (the editor as the keys

@@ -84,6 +84,13 @@ func TestInputRisk(t *testing.T) {
 			t.Errorf("%q: %v %q %v", in, l, why, ok)
 		}
 	}
+	// The reason reads as a sentence: the rules' own words after the prefix.
+	for in, want := range map[string]string{"sudo ls\n": "in the typed input, the command ", "!!\n": "in the typed input, the line runs a command from the shell's history"} {
+		args, _ := json.Marshal(map[string]string{"operation": "send_input", "sessionId": "s", "input": in})
+		if _, why, _ := ArgumentRisk("terminal_operations", args); !strings.HasPrefix(why, want) {
+			t.Errorf("%q: reason %q, want it to begin %q", in, why, want)
+		}
+	}
 	low := []string{"ls -la\n", "echo hi!\n", "echo hi! there\n", "[ ! -e x ] && echo y\n", "x!=y\n", "echo $((1 != 2))\n", "ls\x7f\x7fpwd\n", "vim x", ":wq\r", "y\n", "\x03"}
 	for _, in := range low {
 		args, _ := json.Marshal(map[string]string{"operation": "send_input", "sessionId": "s", "input": in})

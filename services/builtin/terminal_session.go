@@ -1112,7 +1112,7 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	// typing) changes inLine.
 	if who.Source != BrowserSource && risk.Level(who.Level) != risk.High {
 		if why := joinedRisk(&before, s); why != "" {
-			return fmt.Errorf("not typed: with what its line already holds, the %s, which rating each input alone "+
+			return fmt.Errorf("not typed: with what its line already holds, %s, which rating each input alone "+
 				"does not show; type the whole line in one send_input (Ctrl-U, \\u0015, first clears what the line "+
 				"holds), so that it is rated as a whole", why)
 		}
