@@ -85,6 +85,9 @@ type Config struct {
 	// BuiltinRoot holds the built-in tools' workspaces (--builtin-root); "" leaves the
 	// built-in server out (Toolwarden's serve always sets it).
 	BuiltinRoot string
+	// SnapshotBudget bounds the built-in tools' snapshot store (--snapshot-budget); 0:
+	// builtin.DefaultSnapshotBudget.
+	SnapshotBudget int64
 	// TerminalEnv is added to the built-in terminals' environment
 	// (builtin.TerminalOptions.Env).
 	TerminalEnv []string

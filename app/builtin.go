@@ -25,7 +25,7 @@ const builtinDescription = "Toolwarden's own tools: files in each conversation's
 // server registered as builtin before the name was reserved keeps the name; the
 // built-in tools then wait, and the log says why, until it is renamed.
 func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, error) {
-	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, Logger: a.log, Version: cfg.Version, Grants: a.Grants,
+	b, err := builtin.New(&builtin.Options{Root: cfg.BuiltinRoot, SnapshotBudget: cfg.SnapshotBudget, Logger: a.log, Version: cfg.Version, Grants: a.Grants,
 		Conversations: a.Grants})
 	if err != nil {
 		return nil, err

@@ -143,6 +143,8 @@ type config struct {
 	LogLevel      string
 	SecureCookies bool
 	RateLimit     int // tool calls a minute per user; negative: none
+	// SnapshotBudget bounds the built-in tools' snapshot store (--snapshot-budget).
+	SnapshotBudget int64
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed (--trusted-proxy).
 	TrustedProxies []netip.Prefix
 	// TokenDefaultTTL is --token-default-ttl.

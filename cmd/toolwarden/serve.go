@@ -48,6 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&c.SecureCookies, "secure-cookies", false, "mark cookies Secure (serve behind HTTPS) (env TOOLWARDEN_SECURE_COOKIES=1)")
 	rateLimitFlag(fs, &c.RateLimit)
 	maxMessage := maxMessageFlag(fs)
+	snapBudget := snapshotBudgetFlag(fs)
 	fs.StringVar(&c.readyFile, "ready-file", "", "write the listening address to this file once ready (for scripts and tests)")
 	confineMode := confineFlag(fs)
 	tplTimeout := fs.String("template-max-timeout", envOr("TOOLWARDEN_TEMPLATE_MAX_TIMEOUT", template.MaxTimeout.String()),
@@ -134,6 +135,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	c.MaxMessageSize = int(*maxMessage)
+	if err := envSize(fs, "snapshot-budget", "TOOLWARDEN_SNAPSHOT_BUDGET", os.LookupEnv, snapBudget); err != nil {
+		return err
+	}
+	c.SnapshotBudget = int64(*snapBudget)
 	c.LLMAPIKey = os.Getenv("TOOLWARDEN_LLM_API_KEY")
 	log := newLogger(stderr, c.LogLevel)
 	if gctune.Start(os.Getenv) {
@@ -192,6 +197,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Router:             router.Options{UserRate: c.RateLimit},
 		Gateway:            gateway.Options{Hold: mcpHold},
 		BuiltinRoot:        root,
+		SnapshotBudget:     c.SnapshotBudget,
 		TerminalsPerPerson: terms.perPerson, TerminalsMax: terms.max, TerminalIdle: terms.idle,
 		Checkpoints: checkpointConfig(c, *cpKey, *cpPub, *cpEvery),
 		Replica:     replicas.Options{Name: *replicaName, Address: advertiseURL},

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/services/builtin"
 	"github.com/toolwarden/toolwarden/services/mcpclient"
 )
 
@@ -26,8 +27,12 @@ var sizeUnits = map[string]int64{
 }
 
 // parseSize reads a byte count ("16777216") or a whole number with a unit ("16MiB",
-// "512 KB").
-func parseSize(s string) (int64, error) {
+// "512 KB"), at most maxMessageSize.
+func parseSize(s string) (int64, error) { return parseSizeUpTo(s, maxMessageSize) }
+
+// parseSizeUpTo is parseSize with another largest size, a whole number of GiB: what is
+// not far past it (so cannot overflow); the flag's Set refuses past it exactly.
+func parseSizeUpTo(s string, most int64) (int64, error) {
 	t := strings.TrimSpace(s)
 	i := 0
 	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
@@ -38,8 +43,8 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is not a size: want a byte count or a whole number with a unit, like 512KiB, 16MiB or 64MB", s)
 	}
 	n, err := strconv.ParseInt(t[:i], 10, 64)
-	if err != nil || n > maxMessageSize/unit+1 {
-		return 0, fmt.Errorf("%q is too large: want at most 1GiB", s)
+	if err != nil || n > most/unit+1 {
+		return 0, fmt.Errorf("%q is too large: want at most %dGiB", s, most>>30)
 	}
 	return n * unit, nil
 }
@@ -102,7 +107,7 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 
 // envSize sets v from environment variable env (read through lookup) unless flag name
 // was given on the command line (the flag wins), and names both when the value is wrong.
-func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bool), v *byteSize) error {
+func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bool), v flag.Value) error {
 	s, ok := lookup(env)
 	if flagGiven(fs, name) || !ok {
 		return nil
@@ -111,4 +116,43 @@ func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bo
 		return fmt.Errorf("%s (the default of --%s): %w", env, name, err)
 	}
 	return nil
+}
+
+// Bounds of --snapshot-budget: below 16 MiB a few writes of large files would remove
+// every snapshot of the hour; 1 TiB is past any disk a replica would give them.
+const (
+	minSnapshotBudget = 16 << 20
+	maxSnapshotBudget = 1 << 40
+)
+
+// budgetSize is the --snapshot-budget flag: a size from minSnapshotBudget to
+// maxSnapshotBudget.
+type budgetSize int64
+
+// String implements flag.Value, in the form Set takes.
+func (b *budgetSize) String() string { return (*byteSize)(b).String() }
+
+// Set implements flag.Value.
+func (b *budgetSize) Set(s string) error {
+	n, err := parseSizeUpTo(s, maxSnapshotBudget)
+	if err != nil {
+		return err
+	}
+	switch {
+	case n < minSnapshotBudget:
+		return fmt.Errorf("%q is too small: want at least 16MiB, or a few writes of large files would remove every snapshot", s)
+	case n > maxSnapshotBudget:
+		return fmt.Errorf("%q is too large: want at most 1TiB", s)
+	}
+	*b = budgetSize(n)
+	return nil
+}
+
+// snapshotBudgetFlag adds --snapshot-budget to fs; its variable is read after parsing,
+// with envSize.
+func snapshotBudgetFlag(fs *flag.FlagSet) *budgetSize {
+	v := budgetSize(builtin.DefaultSnapshotBudget)
+	fs.Var(&v, "snapshot-budget", "the most the built-in tools' snapshot store (what each write changed, for rollback) may hold; "+
+		"past it the oldest snapshots go before their 7 days. A size like 512MiB or 2GiB (env TOOLWARDEN_SNAPSHOT_BUDGET)")
+	return &v
 }

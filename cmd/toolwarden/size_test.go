@@ -110,3 +110,43 @@ func TestServeRefusesBadMaxMessageSize(t *testing.T) {
 		t.Errorf("got %v\n%s\nwant a usage error naming -max-message-size", err, stderr)
 	}
 }
+
+// --snapshot-budget takes sizes up to 1 TiB and refuses ones too small to keep an
+// hour's snapshots; TOOLWARDEN_SNAPSHOT_BUDGET is its default.
+func TestSnapshotBudgetFlag(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in, want, err string
+	}{
+		{"2GiB", "2GiB", ""},
+		{"16MiB", "16MiB", ""},
+		{"1024GiB", "1024GiB", ""},
+		{"500 GB", "488281250KiB", ""},
+		{"15MiB", "", "too small"},
+		{"1025GiB", "", "too large"},
+		{"99999999999999999999", "", "too large"},
+		{"lots", "", "not a size"},
+	} {
+		var b budgetSize
+		err := b.Set(tc.in)
+		if tc.err == "" && (err != nil || b.String() != tc.want) {
+			t.Errorf("%q: got %s, %v, want %s", tc.in, b.String(), err, tc.want)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: got %v, want an error saying %q", tc.in, err, tc.err)
+		}
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	v := snapshotBudgetFlag(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := envSize(fs, "snapshot-budget", "TOOLWARDEN_SNAPSHOT_BUDGET", func(string) (string, bool) { return "512MiB", true }, v); err != nil || *v != 512<<20 {
+		t.Fatalf("from the environment: %d %v", *v, err)
+	}
+	if err := envSize(fs, "snapshot-budget", "TOOLWARDEN_SNAPSHOT_BUDGET", func(string) (string, bool) { return "1MiB", true }, v); err == nil ||
+		!strings.Contains(err.Error(), "TOOLWARDEN_SNAPSHOT_BUDGET (the default of --snapshot-budget)") {
+		t.Fatalf("a bad value from the environment: %v", err)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +46,9 @@ type Options struct {
 	// Conversations says who owns a conversation; nil: conversations are not owned
 	// (reads reach every workspace under the root).
 	Conversations Conversations
+	// SnapshotBudget is the most the snapshot store may hold (--snapshot-budget); past
+	// it the oldest snapshots go, whatever their age. 0: DefaultSnapshotBudget.
+	SnapshotBudget int64
 }
 
 // Conversations are the owners of conversations (services/grants): the first person
@@ -106,6 +110,12 @@ type Server struct {
 	// afterChange, set by tests only, is called as a write has made the change a
 	// snapshot guards (snapFirst), before the write finishes.
 	afterChange func()
+	// snapBytes is what the snapshot store holds, as last counted (trimSnapshots) plus
+	// the blobs kept since; snapCounted: it was counted once. trimming: one count at a
+	// time.
+	snapBytes   atomic.Int64
+	snapCounted atomic.Bool
+	trimming    sync.Mutex
 }
 
 // lockDir holds the edit locks' files, one a stripe, in the snapshot store: no tool

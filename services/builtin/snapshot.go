@@ -13,7 +13,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -64,6 +66,9 @@ type snapManifest struct {
 // snapshot is a snapshot being taken.
 type snapshot struct {
 	store *os.Root
+	// bytes counts what the store holds (Server.snapBytes); nil: not counted (a
+	// snapshot a crash left, being finished).
+	bytes *atomic.Int64
 	m     snapManifest
 	// marker is the flocked writingMarker while the write runs (nil on a file system
 	// without flock, whose marker is left unlocked); marked: the marker exists.
@@ -199,6 +204,9 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
+	if !s.snapCounted.Load() || s.snapBytes.Load() > s.snapshotBudget() {
+		s.trimSnapshots(store)
+	}
 	id := c.CallID
 	if !safeName.MatchString(id) {
 		id = randomID()
@@ -226,7 +234,7 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 		store.Close()
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
-	return &snapshot{store: store, marker: marker, marked: true,
+	return &snapshot{store: store, marker: marker, marked: true, bytes: &s.snapBytes,
 		m: snapManifest{ID: id, Conversation: c.ConversationID, Operation: op, Created: time.Now().UTC()}}, nil
 }
 
@@ -268,6 +276,9 @@ func (sn *snapshot) keep(ar *os.Root, area, rel string) error {
 		e.Size, e.SHA256 = int64(len(b)), hex.EncodeToString(sum[:])
 		if err := writeBlob(sn.store, filepath.Join(sn.m.ID, e.Blob), b); err != nil {
 			return err
+		}
+		if sn.bytes != nil {
+			sn.bytes.Add(int64(len(b)))
 		}
 	default:
 		return fmt.Errorf("%s is not a regular file", rel)
@@ -584,7 +595,7 @@ func (s *Server) SnapshotGone(conversation, id string) (string, error) {
 	if !safeName.MatchString(id) {
 		return "", nil // not a snapshot id: the restore's to report
 	}
-	gone := fmt.Sprintf("its snapshot %s is no longer in the snapshot store (pruned: a snapshot is kept %s; or taken on a replica with another built-in root)", id, retentionText())
+	gone := fmt.Sprintf("its snapshot %s is no longer in the snapshot store (pruned: a snapshot is kept %s, and the oldest go first when the store passes its budget; or taken on a replica with another built-in root)", id, retentionText())
 	store, err := s.lookStore()
 	if err != nil {
 		return "", fmt.Errorf("builtin: snapshot %s: %w", id, err)
@@ -892,7 +903,85 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 		}
 		n++
 	}
-	return n, nil
+	return n + s.trimSnapshots(store), nil
+}
+
+// DefaultSnapshotBudget is the most the snapshot store holds by default: every write
+// keeps what it changes (up to maxFileBytes a file), so an agent rewriting large files
+// all day would otherwise fill the disk within the 7 days snapshots are kept.
+const DefaultSnapshotBudget int64 = 2 << 30
+
+func (s *Server) snapshotBudget() int64 {
+	if s.opts.SnapshotBudget > 0 {
+		return s.opts.SnapshotBudget
+	}
+	return DefaultSnapshotBudget
+}
+
+// trimSnapshots counts what the snapshot store holds and, past the budget, removes the
+// oldest snapshots until it holds at most nine tenths of it (so that the writes after
+// do not count it again at once); a snapshot whose write still runs stays. It returns
+// how many it removed. A rollback that needed one names its write as not undone.
+func (s *Server) trimSnapshots(store *os.Root) int {
+	s.trimming.Lock()
+	defer s.trimming.Unlock()
+	type kept struct {
+		name    string
+		mod     time.Time
+		size    int64
+		writing bool
+	}
+	entries, err := fs.ReadDir(store.FS(), ".")
+	if err != nil {
+		s.opts.Logger.Warn("builtin: could not count the snapshot store", "err", err)
+		return 0
+	}
+	var all []kept
+	var total int64
+	for _, e := range entries {
+		if e.Name() == lockDir || !e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		k := kept{name: e.Name(), mod: info.ModTime()}
+		files, _ := fs.ReadDir(store.FS(), e.Name())
+		for _, f := range files {
+			if fi, err := f.Info(); err == nil {
+				k.size += fi.Size()
+			}
+			k.writing = k.writing || f.Name() == writingMarker
+		}
+		total += k.size
+		all = append(all, k)
+	}
+	budget := s.snapshotBudget()
+	n := 0
+	var freed int64
+	if total > budget {
+		slices.SortFunc(all, func(a, b kept) int { return a.mod.Compare(b.mod) })
+		for _, k := range all {
+			if total-freed <= budget/10*9 {
+				break
+			}
+			if k.writing {
+				continue
+			}
+			if err := store.RemoveAll(k.name); err != nil {
+				s.opts.Logger.Warn("builtin: could not remove a snapshot past the store's budget", "snapshot", k.name, "err", err)
+				continue
+			}
+			freed += k.size
+			n++
+		}
+		s.opts.Logger.Warn("builtin: the snapshot store passed its budget; the oldest snapshots were removed",
+			"budget_bytes", budget, "held_bytes", total, "removed", n, "freed_bytes", freed)
+	}
+	s.snapBytes.Store(total - freed)
+	s.snapCounted.Store(true)
+	return n
 }
 
 // KeepSnapshotsPruned prunes the snapshots past SnapshotRetention now and every hour
