@@ -143,3 +143,41 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// RemoveLeftovers removes the temporary files a crash left beside path (a process killed
+// between a Write's or WriteNew's creation of its temporary file and its rename or
+// removal), and syncs the directory. A key file's leftover holds a copy of the keys of
+// its time: a key retired from the file would live on in it. The caller must hold
+// whatever serializes writes of path (a write running now has its temporary file there).
+// It returns how many it removed.
+func RemoveLeftovers(path string) (int, error) {
+	dir := filepath.Dir(path)
+	matches, err := filepath.Glob(filepath.Join(dir, "."+globEscape(filepath.Base(path))+".tmp-*"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, m := range matches {
+		if err := os.Remove(m); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return n, err
+		}
+		n++
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, syncDir(dir)
+}
+
+// globEscape escapes the characters filepath.Match gives a meaning to.
+func globEscape(s string) string {
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', '\\':
+			b = append(b, '\\')
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
+}

@@ -224,7 +224,8 @@ func KeyOf(ciphertext string) string {
 }
 
 // RemoveKeyFromFile retires key id: its line is removed from the key file at path
-// (atomically, as AddKeyToFile writes). The primary key (the first) cannot be retired,
+// (atomically, as AddKeyToFile writes), and so are the temporary copies of the file
+// crashed writes left beside it. The primary key (the first) cannot be retired,
 // nor a key the file does not hold. The caller checks first that no stored value
 // still needs it: values sealed with it no longer decrypt afterwards.
 func RemoveKeyFromFile(path, id string) error {
@@ -254,6 +255,10 @@ func RemoveKeyFromFile(path, id string) error {
 	}
 	if err := atomicfile.Write(real, []byte(strings.Join(out, "\n"))); err != nil {
 		return fmt.Errorf("secrets: write key file %s: %w", path, err)
+	}
+	// A copy of the file a crashed write left beside it still holds the retired key.
+	if _, err := atomicfile.RemoveLeftovers(real); err != nil {
+		return fmt.Errorf("secrets: key %q was retired from %s, but a temporary copy of the file a crashed write left beside it (holding the key) could not be removed: %w", id, path, err)
 	}
 	return nil
 }
