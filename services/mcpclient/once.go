@@ -17,7 +17,8 @@ import (
 // servers a file registers before it applies their tools' settings, and so does the
 // import API (the manager's own session may still be connecting). A running manager
 // discovers the same server on connect; the registry serializes the two and the second
-// finds nothing changed.
+// finds nothing changed, or (begun first, stored second) is dropped for the newer list,
+// which is no error here.
 func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor audit.Actor) (registry.DiscoveryResult, error) {
 	cfg, err := m.reg.Connection(ctx, id)
 	if err != nil {
@@ -86,6 +87,11 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	}
 	maskListed(masker, &d)
 	res, err := m.reg.ApplyDiscovery(ctx, id, d)
+	if errors.Is(err, registry.ErrDiscoveryOvertaken) {
+		// The manager's own session (connecting as the import registered the server)
+		// stored a list begun after this one: the tools are discovered, as asked.
+		return res, nil
+	}
 	if err != nil && !noRunToRecord(err) {
 		// As conn.discoverLocked: only the registry's own refusals and a deleted server
 		// go without a run recorded here.

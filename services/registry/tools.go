@@ -658,10 +658,10 @@ var ErrTooManyTools = fault.Upstream("too_many_tools", "the server lists more to
 // and discovers again.
 var ErrDiscoverySuperseded = fault.Stale("discovery_superseded", "the server's settings changed during the discovery, so its list was not stored; a new discovery runs with the new settings").About("server")
 
-// ErrDiscoveryOvertaken: a listing of the server begun after this one (another
-// replica's session) was stored first; the older list is not stored over it, and no run
-// is recorded (the newer list's run is the server's last).
-var ErrDiscoveryOvertaken = fault.Stale("discovery_overtaken", "a listing of the server begun after this one, by another replica, was stored first; this older list was not stored").About("server")
+// ErrDiscoveryOvertaken: a listing of the server begun after this one (by another
+// session: another replica's, or an import's) was stored first; the older list is not
+// stored over it, and no run is recorded (the newer list's run is the server's last).
+var ErrDiscoveryOvertaken = fault.Stale("discovery_overtaken", "a newer listing of the server, begun after this one by another session (another replica's, or an import's), was stored first and is the server's list now; this older list was not stored").About("server")
 
 // DiscoveryResult counts what a discovery changed (docs/api.md: POST .../discover).
 type DiscoveryResult struct {
