@@ -370,7 +370,10 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 		risk, cat := ft.Risk, ft.Category
 		timeout, rate := ft.TimeoutMS, ft.RateLimit
 		p := tools.Patch{Risk: &risk, TimeoutMS: &timeout, RateLimit: &rate, Category: &cat, Tags: ft.Tags, SetTags: true,
-			Params: it.params, MayLowerRisk: true, Reason: "imported from " + filepath.Base(file)}
+			Params: it.params, MayLowerRisk: true, Reason: "imported from " + filepath.Base(file),
+			// The file states the tool's state: a category's auto-enable would enable a
+			// tool whose plan showed only its category, and the export would not match.
+			NoCategoryPolicy: true}
 		if _, err := s.tools.UpdateTx(ctx, tx, actor, id, p, "tool.import"); err != nil {
 			return err
 		}

@@ -191,9 +191,16 @@ func (o *fields) integer(k string) int64 {
 	return i
 }
 
+// boolean reads a flag; left out, it is false. A null is refused, not read as left out:
+// the API takes null to mean "remove" (a permission's rule), and a file whose
+// `bob: null` silently became a refusal would do the opposite of what it says.
 func (o *fields) boolean(k string) bool {
-	v, ok := o.get(k)
+	v, ok := o.value(k)
 	if !ok {
+		return false
+	}
+	if v == nil {
+		o.p.fail(o.field(k), "must be true or false, not null (leave it out for false)")
 		return false
 	}
 	b, isBool := v.(bool)
@@ -349,7 +356,8 @@ func (p *parser) tool(o *fields, i int) Tool {
 	if t.RateLimit < 0 || t.RateLimit > tools.MaxRateLimit {
 		p.fail(o.field("rate_limit"), fmt.Sprintf("must be between 1 and %d calls a minute", tools.MaxRateLimit))
 	}
-	t.Category = strings.ToLower(o.str("category"))
+	// Trimmed as tools.CheckCategory trims a category's name: " ops" is the category ops.
+	t.Category = strings.ToLower(strings.TrimSpace(o.str("category")))
 	if why := badName(t.Category); why != "" {
 		p.fail(o.field("category"), why)
 		t.Category = ""
@@ -394,7 +402,8 @@ func (p *parser) tool(o *fields, i int) Tool {
 				case ref != "":
 					m := envRefRE.FindStringSubmatch(ref)
 					if m == nil {
-						p.fail(po.field("secret"), fmt.Sprintf("%q is not a reference: write ${env:NAME}; a secret value itself never belongs in the file", ref))
+						// Not quoted: what is there may be the secret itself, pasted in.
+						p.fail(po.field("secret"), "is not a reference (the value is not shown): write ${env:NAME}; a secret value itself never belongs in the file")
 						continue
 					}
 					if p.opts.ExpandEnv && registry.OwnSetting(m[1]) {
@@ -436,6 +445,12 @@ func (p *parser) tool(o *fields, i int) Tool {
 					continue
 				}
 				spelled[name] = user
+				if po.m[user] == nil {
+					// Said here, not by boolean: left out, the user's role decides.
+					po.seen[user] = true
+					p.fail(po.field(user), "must be true (may use the tool) or false (may not), not null: to let the user's role decide, leave the user out")
+					continue
+				}
 				t.Permissions[name] = po.boolean(user)
 			}
 		}

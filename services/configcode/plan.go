@@ -658,6 +658,8 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 	}
 	// Checked as applying them will check (names, types, values): a clean plan must
 	// apply, and a dry run say what would be refused.
+	// Either way the parameters are not applied (it.params stays nil): their changes
+	// leave the plan, which shows only what applying it does.
 	var ve *verr.Error
 	switch err := s.tools.CheckParams(ctx, cur.ID, inputs); {
 	case errors.As(err, &ve):
@@ -668,6 +670,7 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 		return
 	case err != nil:
 		skip("config", err.Error()+": the tool's parameters were not applied")
+		it.Changes = slices.DeleteFunc(it.Changes, func(c registry.FieldChange) bool { return strings.HasPrefix(c.Field, "config.") })
 		return
 	}
 	it.params = inputs
@@ -675,7 +678,9 @@ func (s *Service) planParams(ctx context.Context, it *Item, ft *Tool, cur *store
 
 // compensationSchemas are the input schemas of the stored tools the file's
 // compensations name (the tool undone and its undo tool), by qualified name: what
-// planCompensation checks the argument names against, as the tool page does.
+// planCompensation checks the argument names against, as the tool page does; and of
+// the undo tool of the stored compensation each replaces, whose schema masks its
+// fixed values in the plan as in the export.
 func (s *Service) compensationSchemas(ctx context.Context, fts []Tool, st *state) (map[string]json.RawMessage, error) {
 	out := map[string]json.RawMessage{}
 	for _, ft := range fts {
@@ -687,6 +692,22 @@ func (s *Service) compensationSchemas(ctx context.Context, fts []Tool, st *state
 				continue
 			}
 			t, err := s.tools.Target(ctx, st.Tools[name].ID)
+			if err != nil {
+				return nil, fmt.Errorf("configcode: plan: the schema of %s: %w", name, err)
+			}
+			out[name] = t.InputSchema
+		}
+		// By name: its tool may be one this import prunes or its server no longer lists,
+		// which the plan's state leaves out, and its values are shown all the same.
+		if cur := st.Tools[ft.Name]; cur != nil && cur.Compensation != nil {
+			name := cur.Compensation.Undo
+			if _, done := out[name]; done {
+				continue
+			}
+			t, err := s.tools.Target(ctx, name)
+			if errors.Is(err, tools.ErrNotFound) {
+				continue // gone with its server: maskedArgsText masks every value then
+			}
 			if err != nil {
 				return nil, fmt.Errorf("configcode: plan: the schema of %s: %w", name, err)
 			}
@@ -759,7 +780,7 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 	case have == nil || have.Undo != want.Undo || !sameArgs(have.Arguments, want.Arguments):
 		from := "none"
 		if have != nil {
-			from = have.Undo + " " + argsText(have.Arguments)
+			from = have.Undo + " " + maskedArgsText(have.Arguments, schemas[have.Undo])
 		}
 		it.Changes = append(it.Changes, registry.FieldChange{Field: "compensation", From: from, To: want.Undo + " " + argsText(want.Arguments)})
 		it.comp = true
@@ -769,6 +790,46 @@ func planCompensation(it *Item, ft *Tool, cur *storedTool, st *state, pending ma
 func argsText(m map[string]executions.MappedArgument) string {
 	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// maskedArgsText is argsText of a stored mapping with each fixed value that undoSchema,
+// the undo tool's current input schema, marks secret masked, as the export masks it
+// (toolEntry): saved before the schema said so, it is shown by neither. Without a
+// schema (the undo tool is gone) every fixed value is masked.
+func maskedArgsText(m map[string]executions.MappedArgument, undoSchema json.RawMessage) string {
+	if undoSchema == nil {
+		// The undo tool is gone: nothing says which values are secret, so none is shown.
+		out := make(map[string]executions.MappedArgument, len(m))
+		for k, a := range m {
+			if len(a.Value) > 0 {
+				a.Value = json.RawMessage(`"` + tools.Mask + `"`)
+			}
+			out[k] = a
+		}
+		return argsText(out)
+	}
+	names := tools.SecretArgNames(undoSchema)
+	if len(names) == 0 {
+		return argsText(m)
+	}
+	out := make(map[string]executions.MappedArgument, len(m))
+	for k, a := range m {
+		if len(a.Value) > 0 {
+			// Masked one by one as the undo tool's argument k; a value that is not JSON
+			// (jsonb holds none) is masked rather than shown.
+			one, err := json.Marshal(map[string]json.RawMessage{k: a.Value})
+			if err != nil {
+				a.Value = json.RawMessage(`"` + tools.Mask + `"`)
+			} else if masked := tools.MaskArgs(one, names); !bytes.Equal(masked, one) {
+				var v map[string]json.RawMessage
+				if json.Unmarshal(masked, &v) == nil {
+					a.Value = v[k]
+				}
+			}
+		}
+		out[k] = a
+	}
+	return argsText(out)
 }
 
 func sameArgs(a, b map[string]executions.MappedArgument) bool {
@@ -802,7 +863,9 @@ func planCases(it *Item, ft *Tool, cur *storedTool, schema json.RawMessage, skip
 		}
 		from := ""
 		if ok {
-			from = fmt.Sprintf("%s %s", compactJSON(have.Arguments), have.Expect)
+			// Masked as the export masks it: a value saved before the schema marked its
+			// argument secret is not shown by a plan either.
+			from = fmt.Sprintf("%s %s", compactJSON(tools.MaskArgs(have.Arguments, tools.SecretArgNames(schema))), have.Expect)
 			if have.ExpectText != "" {
 				from += " containing " + strconv.Quote(have.ExpectText)
 			}

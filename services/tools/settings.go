@@ -48,6 +48,10 @@ type Patch struct {
 	// annotations give (on an untrusted server, for a level set where none was): it
 	// removes confirmations, so administrators only (auth.PermToolOverride).
 	MayLowerRisk bool
+	// NoCategoryPolicy: putting a validated tool in an auto-enable category does not
+	// enable it (enableByCategory). An import sets it: its file states the tool's state
+	// (or leaves it), and a plan showing only the category must not enable the tool.
+	NoCategoryPolicy bool
 	// resetting: a risk override this patch may not clear stays instead of failing (Reset).
 	resetting bool
 }
@@ -347,7 +351,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			"before": before.masked(t.InputSchema), "after": after.masked(t.InputSchema), "reason": strings.TrimSpace(p.Reason)}}); err != nil {
 		return Item{}, err
 	}
-	if slices.Contains(changed, "category") && categoryID != nil && status == toolstate.Validated {
+	if slices.Contains(changed, "category") && categoryID != nil && status == toolstate.Validated && !p.NoCategoryPolicy {
 		if err := enableByCategory(ctx, tx, t, *categoryID); err != nil {
 			return Item{}, err
 		}
