@@ -66,13 +66,9 @@ func (s *Service) throttledAnywhere(ctx context.Context, q db.Querier, username 
 // user.login_failed (so it files under the "auth" actions), outside the failed sign-in
 // budget: at most one per existing account per window.
 func (s *Service) noteThrottledAnywhere(ctx context.Context, tx pgx.Tx, u User) error {
-	var n, addresses int
-	var nth *time.Time
-	if err := tx.QueryRow(ctx, `/* auth.noteThrottledAnywhere.count */
-		SELECT count(*), count(DISTINCT ip), (array_agg(at ORDER BY at DESC))[$3]
-		FROM login_failures WHERE username = $1 AND at > now() - $2::interval`,
-		u.Username, s.opts.ThrottleWindow, s.opts.MaxAccountFailuresAnywhere).Scan(&n, &addresses, &nth); err != nil {
-		return fmt.Errorf("auth: account throttle count: %w", err)
+	n, addresses, nth, err := s.failuresAnywhere(ctx, tx, u.Username)
+	if err != nil {
+		return err
 	}
 	if nth == nil {
 		return nil
@@ -98,6 +94,21 @@ func (s *Service) noteThrottledAnywhere(ctx context.Context, tx pgx.Tx, u User) 
 			"until":  until.Format(time.RFC3339),
 			"reason": "too many failed sign-ins from many addresses: until then, only browsers that signed in to the account before may sign in"}})
 	return err
+}
+
+// failuresAnywhere counts the failed sign-ins to username within the window, from every
+// address: how many, from how many addresses, and the time of the
+// MaxAccountFailuresAnywhere-th newest (nil while there are fewer). Login runs it for a
+// name that is nobody's too (and drops the answer): without that round trip, the time a
+// failure takes would tell which names are accounts.
+func (s *Service) failuresAnywhere(ctx context.Context, tx pgx.Tx, username string) (n, addresses int, nth *time.Time, err error) {
+	if err := tx.QueryRow(ctx, `/* auth.noteThrottledAnywhere.count */
+		SELECT count(*), count(DISTINCT ip), (array_agg(at ORDER BY at DESC))[$3]
+		FROM login_failures WHERE username = $1 AND at > now() - $2::interval`,
+		username, s.opts.ThrottleWindow, s.opts.MaxAccountFailuresAnywhere).Scan(&n, &addresses, &nth); err != nil {
+		return 0, 0, nil, fmt.Errorf("auth: account throttle count: %w", err)
+	}
+	return n, addresses, nth, nil
 }
 
 // keepDevice renews the device cookie token if it is one of u's, or gives u a new one,

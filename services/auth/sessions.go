@@ -140,6 +140,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				if err := s.noteThrottledAnywhere(ctx, tx, u); err != nil {
 					return err
 				}
+			} else if _, _, _, err := s.failuresAnywhere(ctx, tx, username); err != nil {
+				// The same round trip as for an account's failure, answer unused.
+				return err
 			}
 			name := username
 			if !found {
@@ -167,32 +170,15 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			return err
 		}
 
+		// The browser's previous session ends here, so every sign-in gets a fresh
+		// session id. Its row is deleted now and the sign-out audited and announced
+		// below, with the rest: rows first, the journal lock last (see UpdateUser).
+		var prevID, prevName string
 		if req.OldSession != "" {
-			// The browser's previous session ends here, announced whoever's it was, so
-			// the pages and terminal sockets still on it end at once, not at their next
-			// periodic check. When it was someone else's (a shared browser), they are
-			// signed out as by Logout: audited too.
-			var prevID, prevName string
 			err := tx.QueryRow(ctx, `/* auth.Login.rotate */ DELETE FROM sessions s USING users u
 				WHERE s.token_hash = $1 AND u.id = s.user_id RETURNING u.id, u.username`, hashToken(req.OldSession)).Scan(&prevID, &prevName)
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return err
-			}
-			if prevID != "" && prevID != u.ID {
-				who := audit.Actor{Kind: audit.ActorUser, ID: prevID, Name: prevName, IP: req.IP, RequestID: actor.RequestID}
-				if _, err := audit.Append(ctx, tx, audit.Entry{Actor: who, Action: "user.logout", TargetType: "user", TargetID: prevID, TargetName: prevName,
-					Payload: map[string]any{"username": prevName, "reason": "another person signed in on the same browser"}}); err != nil {
-					return err
-				}
-				if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
-					Reason: "another person signed in on the same browser"}); err != nil {
-					return err
-				}
-			} else if prevID != "" {
-				if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
-					Reason: "signed in again"}); err != nil {
-					return err
-				}
 			}
 		}
 		// Only this address's failures are forgiven: another address guessing at the
@@ -213,6 +199,26 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		if err := tx.QueryRow(ctx, `/* auth.Login.last */ UPDATE users SET last_login_at = now() WHERE id = $1 RETURNING last_login_at`, u.ID).Scan(&u.LastLoginAt); err != nil {
 			return err
+		}
+		// The previous session's end is announced whoever's it was, so the pages and
+		// terminal sockets still on it end at once, not at their next periodic check.
+		// When it was someone else's (a shared browser), they are signed out as by
+		// Logout: audited too.
+		if prevID != "" && prevID != u.ID {
+			who := audit.Actor{Kind: audit.ActorUser, ID: prevID, Name: prevName, IP: req.IP, RequestID: actor.RequestID}
+			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: who, Action: "user.logout", TargetType: "user", TargetID: prevID, TargetName: prevName,
+				Payload: map[string]any{"username": prevName, "reason": "another person signed in on the same browser"}}); err != nil {
+				return err
+			}
+			if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
+				Reason: "another person signed in on the same browser"}); err != nil {
+				return err
+			}
+		} else if prevID != "" {
+			if _, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: prevID, Username: prevName,
+				Reason: "signed in again"}); err != nil {
+				return err
+			}
 		}
 		actor.Kind, actor.ID = audit.ActorUser, u.ID
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.login", TargetType: "user", TargetID: u.ID, TargetName: u.Username,
@@ -318,7 +324,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	h := hashToken(token)
 	rows, err := s.pool.Query(ctx, `/* auth.Authenticate */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
-		       u.created_at, u.updated_at, s.last_seen_at, s.expires_at
+		       u.created_at, u.updated_at, s.expires_at,
+		       NOT (s.last_seen_at BETWEEN now() - interval '1 minute' AND now()) AS stale
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
 		h, s.opts.IdleTimeout)
@@ -327,8 +334,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	}
 	type row struct {
 		User
-		LastSeenAt time.Time `db:"last_seen_at"`
-		ExpiresAt  time.Time `db:"expires_at"`
+		ExpiresAt time.Time `db:"expires_at"`
+		Stale     bool      `db:"stale"`
 	}
 	r, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[row])
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -338,9 +345,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 		return nil, fmt.Errorf("auth: authenticate: %w", err)
 	}
 	// Refresh the idle clock at most once a minute: one write per active user-minute,
-	// not one per request.
-	if time.Since(r.LastSeenAt) > time.Minute {
-		if _, err := s.pool.Exec(ctx, `/* auth.Authenticate.touch */ UPDATE sessions SET last_seen_at = now() WHERE token_hash = $1`, h); err != nil {
+	// not one per request. last_seen_at is the database's now(), so it is compared with
+	// that only: against this host's clock, a database clock running ahead made it look
+	// fresh for ever and an active person was signed out at the idle timeout. One ahead
+	// of the database's own clock (stepped back since) is brought back to now, so the
+	// idle timeout counts from the last request, not from a time still to come.
+	if r.Stale {
+		if _, err := s.pool.Exec(ctx, `/* auth.Authenticate.touch */ UPDATE sessions SET last_seen_at = now()
+			WHERE token_hash = $1 AND NOT (last_seen_at BETWEEN now() - interval '1 minute' AND now())`, h); err != nil {
 			s.log.Warn("auth: touch session", "err", err)
 		}
 	}
@@ -370,16 +382,20 @@ func (s *Service) Logout(ctx context.Context, p *Principal, actor audit.Actor) e
 	return nil
 }
 
-// endUserSessions deletes every session of u inside tx and announces it.
-func endUserSessions(ctx context.Context, tx pgx.Tx, u User, reason string) error {
+// endUserSessions deletes every session of u inside tx and reports whether there was
+// any. The caller announces it (announceSessionsEnded) once its rows are all written:
+// an event takes the journal lock, which is taken after row locks, never before.
+func endUserSessions(ctx context.Context, tx pgx.Tx, u User) (bool, error) {
 	tag, err := tx.Exec(ctx, `/* auth.endUserSessions */ DELETE FROM sessions WHERE user_id = $1`, u.ID)
 	if err != nil {
-		return fmt.Errorf("auth: end sessions: %w", err)
+		return false, fmt.Errorf("auth: end sessions: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return nil
-	}
-	_, err = events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username, Reason: reason})
+	return tag.RowsAffected() > 0, nil
+}
+
+// announceSessionsEnded tells the pages and terminals on u's sessions that they ended.
+func announceSessionsEnded(ctx context.Context, tx pgx.Tx, u User, reason string) error {
+	_, err := events.SessionEnded.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username, Reason: reason})
 	return err
 }
 

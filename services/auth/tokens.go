@@ -97,6 +97,8 @@ func (s *Service) CreateToken(ctx context.Context, actor audit.Actor, userID str
 	var ve verr.Error
 	if in.Name == "" || len([]rune(in.Name)) > 64 {
 		ve.Add("name", "must be 1–64 characters")
+	} else if why := badLabel(in.Name); why != "" {
+		ve.Add("name", why)
 	}
 	if d := in.ExpiresInDays; d != nil && (*d < 0 || *d > 3650) {
 		ve.Add("expires_in_days", "must be between 0 (never) and 3650 days")

@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -77,6 +79,8 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 	}
 	if utf8.RuneCountInString(in.DisplayName) > 100 {
 		ve.Add("display_name", "must be at most 100 characters")
+	} else if why := badLabel(in.DisplayName); why != "" {
+		ve.Add("display_name", why)
 	}
 	if !in.Role.Valid() {
 		ve.Add("role", "must be one of "+roleList())
@@ -113,6 +117,29 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 		return User{}, "", wrapUserErr("create user", err)
 	}
 	return u, generated, nil
+}
+
+// badLabel says why s cannot be a name people read (a display name, a token's name), or
+// "": text PostgreSQL cannot store, or a control or invisible format character, which a
+// terminal acts on (ESC), forges a line of a log (a newline) or nobody sees (U+202E
+// reversing what follows, a zero-width space making two names look alike). Names read
+// from configuration files are held to the same (configcode's badName).
+func badLabel(s string) string {
+	if why := textcheck.Bad(s); why != "" {
+		return why
+	}
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Sprintf("contains the control character %U, which is not allowed in a name", r)
+		case r == '\u200c' || r == '\u200d':
+			// Zero-width (non-)joiners are part of how Persian and Indic names, and emoji
+			// sequences, are written; they reverse nothing and forge no line.
+		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+			return fmt.Sprintf("contains the invisible format character %U, which is not allowed in a name", r)
+		}
+	}
+	return ""
 }
 
 func roleList() string {
@@ -233,7 +260,11 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 		if u, err = lockForAdminChange(ctx, tx, id); err != nil {
 			return err
 		}
-		changed := false
+		// Every row is written before the audit entries and events, which take the
+		// journal lock: Logout and sign-in delete a session row and then take it, so
+		// taking it first and then waiting on their row would deadlock against them.
+		var entries []audit.Entry
+		sessionsEnded := false
 		if ch.Role != nil && *ch.Role != u.Role {
 			if err := keepAnAdmin(ctx, tx, u); err != nil {
 				return err
@@ -244,11 +275,8 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 				return err
 			}
 			u.Role = *ch.Role
-			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id, TargetName: u.Username,
-				Payload: map[string]any{"username": u.Username, "from": old, "to": u.Role}}); err != nil {
-				return err
-			}
-			changed = true
+			entries = append(entries, audit.Entry{Actor: actor, Action: "user.role_change", TargetType: "user", TargetID: id, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username, "from": old, "to": u.Role}})
 		}
 		if ch.Disabled != nil && *ch.Disabled != u.Disabled() {
 			disable := *ch.Disabled
@@ -268,18 +296,25 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 			action := "user.enable"
 			if disable {
 				action = "user.disable"
-				if err := endUserSessions(ctx, tx, u, "user disabled"); err != nil {
+				if sessionsEnded, err = endUserSessions(ctx, tx, u); err != nil {
 					return err
 				}
 			}
-			if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
-				Payload: map[string]any{"username": u.Username}}); err != nil {
+			entries = append(entries, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
+				Payload: map[string]any{"username": u.Username}})
+		}
+		if len(entries) == 0 {
+			return nil
+		}
+		for _, e := range entries {
+			if _, err := audit.Append(ctx, tx, e); err != nil {
 				return err
 			}
-			changed = true
 		}
-		if !changed {
-			return nil
+		if sessionsEnded {
+			if err := announceSessionsEnded(ctx, tx, u, "user disabled"); err != nil {
+				return err
+			}
 		}
 		// Live connections of this user re-check what they may still see.
 		_, err = events.UserChanged.Publish(ctx, tx, SessionsTopic, SessionEvent{UserID: u.ID, Username: u.Username, Reason: "account changed"})
@@ -323,15 +358,22 @@ func (s *Service) ResetPassword(ctx context.Context, actor audit.Actor, id, pw s
 		if _, err := tx.Exec(ctx, `/* auth.ResetPassword */ UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1::uuid`, id, hash); err != nil {
 			return err
 		}
-		if err := endUserSessions(ctx, tx, u, "password reset"); err != nil {
+		ended, err := endUserSessions(ctx, tx, u)
+		if err != nil {
 			return err
 		}
 		if err := endDevices(ctx, tx, u); err != nil {
 			return err
 		}
-		_, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id, TargetName: u.Username,
-			Payload: map[string]any{"username": u.Username, "generated": generated != ""}})
-		return err
+		// The journal lock last, after every row (as in UpdateUser).
+		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "user.password_reset", TargetType: "user", TargetID: id, TargetName: u.Username,
+			Payload: map[string]any{"username": u.Username, "generated": generated != ""}}); err != nil {
+			return err
+		}
+		if !ended {
+			return nil
+		}
+		return announceSessionsEnded(ctx, tx, u, "password reset")
 	})
 	if err != nil {
 		return "", wrapUserErr("reset password", err)
