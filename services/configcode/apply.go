@@ -164,6 +164,30 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 			return fmt.Errorf("configcode: lock tools: %w", err)
 		}
 	}
+	// Categories and the settings too: the tool page's category save and the settings
+	// page lock their rows as they write. NO KEY UPDATE, as a tool's update takes KEY
+	// SHARE on its category (the foreign key) and must not wait on the import for it.
+	var cats []string
+	settings := false
+	for _, it := range checks {
+		switch it.Kind {
+		case KindCategory:
+			cats = append(cats, it.Name)
+		case KindSettings:
+			settings = true
+		}
+	}
+	if len(cats) > 0 {
+		if _, err := tx.Exec(ctx, `/* configcode.unchanged.categories */
+			SELECT 1 FROM tool_categories WHERE name = ANY($1) ORDER BY id FOR NO KEY UPDATE`, cats); err != nil {
+			return fmt.Errorf("configcode: lock categories: %w", err)
+		}
+	}
+	if settings {
+		if err := executions.LockSettings(ctx, tx, "import"); err != nil {
+			return err
+		}
+	}
 	now, err := s.load(ctx, tx)
 	if err != nil {
 		return err
