@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/toolwarden/toolwarden/services/assistant"
+	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 )
@@ -51,6 +52,11 @@ func (h AssistantHandler) model(c echo.Context) (views.AssistantChatModel, int64
 	ctx := c.Request().Context()
 	p := PrincipalOf(c)
 	conv := c.QueryParam("c")
+	if conv != "" && !assistant.ValidConversationID(conv) {
+		// Not an id a conversation can be named by: among them, an API token's stored
+		// ids ("~<token>~…"), which a person's page must not open as theirs.
+		return views.AssistantChatModel{}, 0, fault.NotFound("conversation")
+	}
 	if conv == "" && c.QueryParam("new") == "" {
 		var err error
 		if conv, err = h.Assistant.LatestConversationOf(ctx, p); err != nil {

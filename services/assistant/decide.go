@@ -16,10 +16,18 @@ import (
 // ("enable the first one"), the question it asked (a choice or a yes), and the step of
 // a guided set-up.
 type State struct {
-	LastKind string   `json:"last_kind,omitempty"` // "server" or "tool"
+	LastKind string `json:"last_kind,omitempty"` // "server" or "tool"
+	// LastIDs are the entries the last list showed, in order (at most MaxChoices), and
+	// LastMore counts those it had past them, not shown: "number 300" of a list that
+	// showed 25 is refused, not done to an entry the person never saw (and the state,
+	// saved each turn, does not grow with the catalogue).
 	LastIDs  []string `json:"last_ids,omitempty"`
-	Pending  *Op      `json:"pending,omitempty"`
-	Flow     *Flow    `json:"flow,omitempty"`
+	LastMore int      `json:"last_more,omitempty"`
+	// LastMoreOn is the server of the first tool the list did not show, for a reply
+	// that says how to name the rest ("… all tools on files").
+	LastMoreOn string `json:"last_more_on,omitempty"`
+	Pending    *Op    `json:"pending,omitempty"`
+	Flow       *Flow  `json:"flow,omitempty"`
 	// Question numbers the last reply that offered choices (Reply.Question).
 	Question int64 `json:"question,omitempty"`
 	// Seen is the definition hash of each tool the last list showed, as it showed it:
@@ -68,6 +76,9 @@ type Op struct {
 	// of them" do not take (bound), and LeftOn names a server of theirs, for the reply.
 	LeftOut int    `json:"left_out,omitempty"`
 	LeftOn  string `json:"left_on,omitempty"`
+	// Unshown counts the entries of the list "all of them" points at that the list did
+	// not show: a change to them is refused (the Service says how to name them all).
+	Unshown int `json:"unshown,omitempty"`
 }
 
 // Flow is a guided set-up in progress (seed 004 §7 Guided Workflows).
@@ -79,9 +90,11 @@ type Flow struct {
 	// Said is the person's words since the set-up began ("I want to set up a new tool →
 	// https://… → Example API"): what its acts are audited with.
 	Said string `json:"said,omitempty"`
-	// ToolIDs are the tools the set-up's own discovery found: the only ones "which tools
-	// to enable?" picks from (never an older list the conversation showed).
+	// ToolIDs are the tools the set-up's own discovery found and listed (at most
+	// MaxChoices): the only ones "which tools to enable?" picks from (never an older list
+	// the conversation showed); More counts those it found past them, not shown.
 	ToolIDs []string `json:"tool_ids,omitempty"`
+	More    int      `json:"more,omitempty"`
 	// Seen is the definition hash of each of ToolIDs the set-up listed (State.Seen).
 	Seen map[string]string `json:"seen,omitempty"`
 }
@@ -198,7 +211,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		d.Reply = notUnderstood(msg)
 		return d
 	case IntentHelp:
-		return help(d, u, msg)
+		return help(d, msg, cat)
 	case IntentSetup:
 		d.State.Flow = &Flow{Step: StepHaveServer, Said: sentence}
 		d.Reply = "I can help you set up a new tool. Do you already have an MCP server, or do you need to add one first?"
@@ -226,13 +239,19 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	case IntentFindTool, IntentSuggestTools:
 		return found(d, u, cat)
 	}
-	ids, kind, listed := targets(u, st)
+	ids, kind, listed, past, more := targets(u, st)
+	if past != 0 {
+		return pastShown(d, past, st)
+	}
 	if kind != "" {
 		op.Kind = kind
 		op.Intent = retargetKind(op.Intent, kind)
 		if kind == "tool" {
 			op.Intent = toolTwin(op.Intent)
 		}
+	}
+	if more > 0 {
+		unshown(&op, more, ids, st, cat)
 	}
 	if u.ExceptRef != "" && !readOnly(op.Intent) {
 		return except(d, op, u, ids, listed, st, cat)
@@ -259,7 +278,7 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	if len(ids) > 1 && !u.All && !fromList(u, st) {
 		op.Choose = true
 		d.State.Pending = &op
-		d.State.LastKind, d.State.LastIDs = op.Kind, ids
+		d.State.shows(op.Kind, ids, 0, "", nil)
 		what := op.Kind + "s"
 		if op.Kind == "" {
 			what = "servers and tools"
@@ -267,7 +286,8 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 		d.Reply = fmt.Sprintf("I found %d %s that match %q. Did you mean:", len(ids), what, u.Ref)
 		if len(ids) > MaxChoices {
 			// Thousands of choices help nobody (and each is a form on the page).
-			op.IDs, d.State.LastIDs = ids[:MaxChoices], ids[:MaxChoices]
+			op.IDs = ids[:MaxChoices]
+			d.State.shows(op.Kind, op.IDs, len(ids)-MaxChoices, serverOf(cat, ids[MaxChoices]), nil)
 			d.Reply = fmt.Sprintf("I found %d %s that match %q; here are the first %d (say more of the name to narrow it down). Did you mean:",
 				len(ids), what, u.Ref, MaxChoices)
 		}
@@ -310,6 +330,64 @@ func fromList(u Understanding, st State) bool {
 	return len(u.Servers) == 0 && len(u.Tools) == 0 && u.Ref == "" && u.All && len(st.LastIDs) > 0
 }
 
+// shows records the list a reply shows: its kind, the entries shown (at most
+// MaxChoices), how many it had past them and the server of the first of those (tools),
+// and the definition hash of each tool shown.
+func (st *State) shows(kind string, shown []string, more int, moreOn string, seen map[string]string) {
+	st.LastKind, st.LastIDs, st.LastMore, st.LastMoreOn, st.Seen = kind, shown, more, moreOn, seen
+}
+
+// shownOf is the entries the last list showed and how many it had past them. A state
+// saved when LastIDs kept every entry of a list is read as the list showed it: its
+// first MaxChoices.
+func shownOf(st State) (shown []string, more int) {
+	shown, more = st.LastIDs, st.LastMore
+	if len(shown) > MaxChoices {
+		shown, more = shown[:MaxChoices:MaxChoices], more+len(shown)-MaxChoices
+	}
+	return shown, more
+}
+
+// pastShown refuses a position past the entries the last list showed ("disable number
+// 300" of a list that showed 25): whatever it would act on, the person never saw.
+func pastShown(d Decision, pick int, st State) Decision {
+	shown, more := shownOf(st)
+	one, many := "entry", "entries"
+	switch st.LastKind {
+	case "tool", "server":
+		one, many = st.LastKind, st.LastKind+"s"
+	}
+	d.State.Pending = nil
+	d.Reply = fmt.Sprintf("Number %d was not among the %d %s shown here, so I did nothing. Say a number from 1 to %d, or name the %s.",
+		pick, len(shown), many, len(shown), one)
+	if len(shown) == 1 {
+		d.Reply = fmt.Sprintf("Number %d was not among the %s shown here (there was one), so I did nothing. Say \"the first one\", or name the %s.",
+			pick, many, one)
+	}
+	switch {
+	case more > 0 && st.LastKind == "tool" && st.LastMoreOn != "":
+		d.Reply += fmt.Sprintf(" The list had %d more that were not shown: name the one you mean, or narrow the list (for example \"show me the tools on %s\").", more, st.LastMoreOn)
+	case more > 0:
+		d.Reply += fmt.Sprintf(" The list had %d more that were not shown: name the one you mean.", more)
+	}
+	return d
+}
+
+// unshown marks op as acting on "all of them" of a list that did not show more of its
+// entries: an enable, details or a test take the ones shown and say how many were left
+// out; any other change is refused (Op.Unshown), as it would change entries never seen.
+func unshown(op *Op, more int, ids []string, st State, cat *Catalogue) {
+	switch {
+	case op.Intent == IntentEnableTool || op.Intent == IntentTestTool || readOnly(op.Intent):
+		op.LeftOut += more
+		if op.LeftOn = st.LastMoreOn; op.LeftOn == "" && len(ids) > 0 {
+			op.LeftOn = serverOf(cat, ids[len(ids)-1])
+		}
+	default:
+		op.Unshown = more
+	}
+}
+
 // toolTwin moves a server intent that only exists for servers back to the tools when the
 // target turned out to be tools (from the last list).
 func toolTwin(in Intent) Intent {
@@ -327,32 +405,39 @@ func toolTwin(in Intent) Intent {
 // targets are what an op acts on: the servers or tools named, else the last list's
 // entry the message points at ("the first one", "all of them"). A message that names
 // something the catalogue does not have ("all tools on ev3", "the first jira tool") is
-// not about the last list: it finds nothing, and the reply says so.
-func targets(u Understanding, st State) (ids []string, kind string, listed bool) {
+// not about the last list: it finds nothing, and the reply says so. past is a position
+// past the entries the last list showed (nothing is targeted), and more, for "all of
+// them", how many entries the list had past those it showed.
+func targets(u Understanding, st State) (ids []string, kind string, listed bool, past, more int) {
 	switch {
 	case len(u.Tools) > 0 && (u.Kind != "server" || len(u.Servers) == 0):
 		if len(u.Servers) > 0 && u.Kind == "" {
-			return append(append([]string{}, u.Servers...), u.Tools...), "", false // both kinds: ask
+			return append(append([]string{}, u.Servers...), u.Tools...), "", false, 0, 0 // both kinds: ask
 		}
-		return u.Tools, "tool", false
+		return u.Tools, "tool", false, 0, 0
 	case len(u.Servers) > 0:
-		return u.Servers, "server", false
+		return u.Servers, "server", false, 0, 0
 	case u.OnServer != "" && u.All:
-		return nil, "", false
+		return nil, "", false, 0, 0
 	case u.Ref != "":
-		return nil, "", false
+		return nil, "", false, 0, 0
 	case len(st.LastIDs) > 0 && u.Pick != 0:
+		shown, _ := shownOf(st)
 		i := u.Pick - 1
 		if u.Pick < 0 {
-			i = len(st.LastIDs) - 1
+			i = len(shown) - 1
 		}
-		if i >= 0 && i < len(st.LastIDs) {
-			return []string{st.LastIDs[i]}, st.LastKind, true
+		if i >= 0 && i < len(shown) {
+			return []string{shown[i]}, st.LastKind, true, 0, 0
+		}
+		if u.Pick > 0 {
+			return nil, "", false, u.Pick, 0
 		}
 	case len(st.LastIDs) > 0 && refersBack(u):
-		return st.LastIDs, st.LastKind, true
+		shown, more := shownOf(st)
+		return shown, st.LastKind, true, 0, more
 	}
-	return nil, "", false
+	return nil, "", false, 0, 0
 }
 
 // seenOf is the definition hash of each of the tools ids as the catalogue has them: what
@@ -388,7 +473,7 @@ func fromShown(op *Op, ids []string, seen map[string]string) []string {
 		}
 	}
 	if op.Intent == IntentEnableTool && len(shown) > 0 && len(shown) < len(ids) {
-		op.LeftOut = len(ids) - len(shown)
+		op.LeftOut += len(ids) - len(shown)
 		return shown
 	}
 	return ids
@@ -1074,7 +1159,14 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		case negatedRE.MatchString(" " + strings.ToLower(sentence) + " "):
 			// "All but 3", "not 2": the numbers said are the ones not wanted; ask plainly.
 		default:
+			numbers := whichToolsRE.MatchString(strings.ToLower(sentence)) // "1 and 3", not a name holding digits
 			for _, n := range numbersIn(sentence) {
+				if numbers && n > len(f.ToolIDs) {
+					// A tool past the ones listed was never seen here: none is enabled.
+					d.Reply = fmt.Sprintf("Number %d was not among the %d tools shown here, so I enabled nothing. Say numbers from 1 to %d (\"1 and 3\"), \"all of them\", or \"none\".",
+						n, len(f.ToolIDs), len(f.ToolIDs))
+					return d
+				}
 				if n >= 1 && n <= len(f.ToolIDs) {
 					ids = append(ids, f.ToolIDs[n-1])
 				}
@@ -1094,6 +1186,9 @@ func flowStep(sentence string, u Understanding, st State, cat *Catalogue) Decisi
 		// The tools as the set-up listed them: "all of them" is the ones it showed, each
 		// enabled only if its definition is still the one shown.
 		op.IDs = fromShown(op, ids, f.Seen)
+		if allTools(u, sentence) {
+			op.LeftOut += f.More // found but not listed: "all of them" is the ones listed
+		}
 		d.Do = op
 		return d
 	}
@@ -1128,7 +1223,11 @@ func found(d Decision, u Understanding, cat *Catalogue) Decision {
 	if len(ids) > 10 {
 		ids = ids[:10]
 	}
-	d.State.LastKind, d.State.LastIDs, d.State.Seen = "tool", ids, seenOf(cat, ids)
+	more := ""
+	if len(ids) < len(u.Tools) {
+		more = serverOf(cat, u.Tools[len(ids)])
+	}
+	d.State.shows("tool", ids, len(u.Tools)-len(ids), more, seenOf(cat, ids))
 	lead := "Yes: "
 	if u.Intent == IntentSuggestTools {
 		lead = "These could help: "
@@ -1159,11 +1258,15 @@ func ordinalWord(n int) string {
 }
 
 // help is the progressive disclosure of seed 004: what one can do, then how, then an
-// offer to guide.
-func help(d Decision, u Understanding, msg string) Decision {
+// offer to guide (to those who may add a server: Catalogue.NoSetUp).
+func help(d Decision, msg string, cat *Catalogue) Decision {
 	t := " " + strings.ToLower(msg) + " "
 	if strings.Contains(t, " server") && (strings.Contains(t, " add") || strings.Contains(t, " connect") || strings.Contains(t, " register")) ||
 		strings.Contains(t, " set up") || strings.Contains(t, " setup") {
+		if cat.NoSetUp != "" {
+			d.Reply = "To add a server, one says something like \"Add a new MCP server at `https://example.com/mcp`\". You can't add one here, though: " + cat.NoSetUp + "."
+			return d
+		}
 		d.Reply = "To add a server, you can say something like \"Add a new MCP server at `https://example.com/mcp`\". Would you like me to guide you through adding a server?"
 		d.State.Pending = &Op{Intent: IntentSetup, Confirm: true, Sentence: strings.TrimSpace(msg)}
 		d.Choices = []Choice{{"Yes please", "yes"}, {"No", "no"}}
@@ -1174,8 +1277,10 @@ func help(d Decision, u Understanding, msg string) Decision {
 		return d
 	}
 	d.Reply = "You can manage MCP servers and tools. For example, you can add servers, discover tools, enable/disable tools, and configure them. What would you like to do?"
-	d.Choices = []Choice{{"Show me all servers", "show me all servers"}, {"Show me all tools", "show me all tools"},
-		{"Set up a new tool", "I want to set up a new tool"}}
+	d.Choices = []Choice{{"Show me all servers", "show me all servers"}, {"Show me all tools", "show me all tools"}}
+	if cat.NoSetUp == "" {
+		d.Choices = append(d.Choices, Choice{"Set up a new tool", "I want to set up a new tool"})
+	}
 	return d
 }
 

@@ -76,7 +76,7 @@ func TestModelReadingDroppedWhenConversationMovedOn(t *testing.T) {
 	m := &modelServer{arrived: make(chan struct{}, 4), hold: make(chan struct{})}
 	a := apptest.Start(t, withModel(startModel(t, m)))
 	ctx := t.Context()
-	u := a.CreateUser(t, "mover", auth.RoleGuest, "mover-password-1")
+	u := a.CreateUser(t, "mover", auth.RoleToolManager, "mover-password-1") // may start a set-up
 	p := &auth.Principal{User: u, Kind: audit.ActorUser}
 	const conv = "c-moved"
 	if _, err := a.Assistant.Handle(ctx, p, p.Actor("", ""), conv, "help", 0, 0); err != nil {

@@ -76,6 +76,9 @@ type Service struct {
 	// connectWaited, in tests, runs each time discovery finds a server not connected yet
 	// (before it looks whether the server is still enabled).
 	connectWaited func(serverID string)
+	// connectWait is how long discovery waits for servers still connecting (connectWait;
+	// shorter in tests).
+	connectWait time.Duration
 }
 
 // MaxTurns bounds the turns one replica answers at once (turnsFor: fewer on a pool of
@@ -104,7 +107,7 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
 		turns: make(chan struct{}, turnsFor(pool)), readings: make(chan struct{}, max(1, turnsFor(pool)/2)),
-		busy: map[string]chan struct{}{}, gate: planner.NewGate(nil)}
+		busy: map[string]chan struct{}{}, gate: planner.NewGate(nil), connectWait: connectWait}
 }
 
 // turnsFor is how many turns the replica answers at once: MaxTurns, fewer on a small
@@ -224,6 +227,11 @@ const MaxMessage = 2000
 
 var convIDRE = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
+// ValidConversationID reports whether id is one a caller may name a conversation by:
+// never one holding "~", which only the ids of an API token's conversations do
+// (storedID), so a person's page cannot open a token's.
+func ValidConversationID(id string) bool { return convIDRE.MatchString(id) }
+
 // readOnly are the intents an API token may use: they change nothing.
 func readOnly(in Intent) bool {
 	switch in {
@@ -266,6 +274,12 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	cat, err := s.Catalogue(ctx, p)
 	if err != nil {
 		return Reply{}, err
+	}
+	switch {
+	case p.Kind == audit.ActorToken:
+		cat.NoSetUp = "an API token asks questions only (sign in to the browser to add one)"
+	case !p.Can(auth.PermServerCreate):
+		cat.NoSetUp = fmt.Sprintf("it needs the %s permission, which your role (%s) does not have", auth.PermServerCreate, p.User.Role.Label())
 	}
 	u := Understand(msg, cat)
 	// The model is asked before the conversation is locked: it may take seconds, and a
@@ -373,12 +387,13 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			d.Reply += " (I read your message with the help of the language model.)"
 		}
 		var capped *Op
-		if op := changeOf(d); op != nil && len(op.IDs) > MaxTargets {
+		if op := changeOf(d); op != nil && (len(op.IDs) > MaxTargets || op.Unshown > 0) {
 			// Each target is its own update and audit entry, done while the turn holds the
 			// conversation's lock and a connection: "make all of them high risk" after a
 			// list of 10,000 is refused, not run 10,000 times in one turn (nor its stored
-			// settings read 10,000 times below). Unread, any value it sets may be one a
-			// tool stores encrypted: none is kept.
+			// settings read 10,000 times below). A change to "all of them" of a list that
+			// showed some of its entries is refused too: the rest were never seen.
+			// Unread, any value it sets may be one a tool stores encrypted: none is kept.
 			said = maskValues(said, op.Settings)
 			d.Reply, d.Choices = tooMany(op, cat), nil
 			d.Do, d.State.Pending, capped = nil, nil, op
@@ -430,6 +445,15 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 				s.refuse(ctx, actor, said, change, "an API token asks questions only")
 				d.Do, d.State.Pending, d.State.Flow = nil, nil, nil
 			}
+		}
+		if in, perm := forbidden(p, d); perm != "" {
+			// A change the person's role forbids is refused now, as run would refuse it,
+			// not put to them first: a yes, a choice or a set-up's steps would lead only
+			// to "You may not do that".
+			out.Reply, out.Choices = mayNot(p, perm), []Choice{}
+			out.Actions = append(out.Actions, Action{Kind: string(in), Error: "forbidden"})
+			s.refuse(ctx, actor, said, in, "needs the "+string(perm)+" permission")
+			d.Do, d.State.Pending, d.State.Flow = nil, nil, nil
 		}
 		if d.Do != nil {
 			// The yes this act answers is spent before the act runs, and the turn is saved
@@ -483,7 +507,8 @@ func changeOf(d Decision) *Op {
 	return nil
 }
 
-// tooMany says that op names more targets than one message changes, and how to name fewer.
+// tooMany says that op names more targets than one message changes, or entries of a
+// list it did not show (Op.Unshown), and how to name them instead.
 func tooMany(op *Op, cat *Catalogue) string {
 	what, page, narrow := "tools", "Tools", ""
 	if _, isTool := cat.tool(op.IDs[0]); !isTool {
@@ -491,8 +516,48 @@ func tooMany(op *Op, cat *Catalogue) string {
 	} else if sv := serverOf(cat, op.IDs[0]); sv != "" {
 		narrow = fmt.Sprintf(", for example one server's (\"… all tools on %s\")", sv)
 	}
-	return fmt.Sprintf("That would change %d %s, and I change at most %d in one message, so nothing was changed. "+
-		"Name fewer at a time%s, or use the %s page.", len(op.IDs), what, MaxTargets, narrow, page)
+	if n := len(op.IDs) + op.Unshown; n > MaxTargets {
+		return fmt.Sprintf("That would change %d %s, and I change at most %d in one message, so nothing was changed. "+
+			"Name fewer at a time%s, or use the %s page.", n, what, MaxTargets, narrow, page)
+	}
+	return fmt.Sprintf("The list showed %d of its %d %s, so \"all of them\" would change %d you have not seen here: nothing was changed. "+
+		"Name them instead%s, pick the ones shown by their numbers, or use the %s page.",
+		len(op.IDs), len(op.IDs)+op.Unshown, what, op.Unshown, narrow, page)
+}
+
+// forbidden is the permission p lacks for the change d waits on (a yes, a choice, the
+// next step of a guided set-up), and that change ("" when none is forbidden).
+func forbidden(p *auth.Principal, d Decision) (Intent, auth.Permission) {
+	if op := d.State.Pending; op != nil && !readOnly(op.Intent) {
+		for _, perm := range perms(op) {
+			if !p.Can(perm) {
+				return op.Intent, perm
+			}
+		}
+	}
+	if f := d.State.Flow; f != nil {
+		if perm := flowPerm(f.Step); !p.Can(perm) {
+			return IntentSetup, perm
+		}
+	}
+	return "", ""
+}
+
+// flowPerm is the permission a step of the guided set-up leads to: adding a server,
+// discovering its tools, enabling them.
+func flowPerm(step string) auth.Permission {
+	switch step {
+	case StepWhichServer, StepDiscover:
+		return auth.PermServerEdit
+	case StepWhichTools:
+		return auth.PermToolEnable
+	}
+	return auth.PermServerCreate
+}
+
+// mayNot says that p's role lacks perm.
+func mayNot(p *auth.Principal, perm auth.Permission) string {
+	return fmt.Sprintf("You may not do that: it needs the %s permission, which your role (%s) does not have.", perm, p.User.Role.Label())
 }
 
 // refuse audits an act the assistant would not do for the principal.
@@ -685,7 +750,7 @@ func toolOf(it tools.Item) Tool {
 // perms are the permissions an op needs: the routes' own (web/routes.go).
 func perms(op *Op) []auth.Permission {
 	switch op.Intent {
-	case IntentAddServer:
+	case IntentAddServer, IntentSetup:
 		return []auth.Permission{auth.PermServerCreate}
 	case IntentRemoveServer:
 		return []auth.Permission{auth.PermServerDelete}
@@ -709,7 +774,7 @@ func perms(op *Op) []auth.Permission {
 func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) {
 	for _, perm := range perms(op) {
 		if !p.Can(perm) {
-			out.Reply = fmt.Sprintf("You may not do that: it needs the %s permission, which your role (%s) does not have.", perm, p.User.Role.Label())
+			out.Reply = mayNot(p, perm)
 			out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: "forbidden"})
 			s.refuse(ctx, actor, actor.Said, op.Intent, "needs the "+string(perm)+" permission")
 			return
@@ -859,7 +924,7 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	// The last list shown is not about this server: "enable all of them" now would act
 	// on it.
-	d.State.LastKind, d.State.LastIDs, d.State.Seen = "", nil, nil
+	d.State.shows("", nil, 0, "", nil)
 	d.State.Pending = &Op{Intent: IntentDiscover, Kind: "server", IDs: []string{sv.ID}, Confirm: true, Sentence: op.Sentence}
 	if d.State.Flow != nil {
 		// Which tools to enable is asked once the discovery asked about has run.
@@ -891,17 +956,18 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 		out.Reply = "There are no MCP servers yet. Say \"add a new MCP server at https://example.com/mcp\" to add one."
 		return
 	}
-	var ids []string
-	for _, sv := range cat.Servers {
+	shown := cat.Servers[:min(len(cat.Servers), MaxChoices)]
+	ids := make([]string, 0, len(shown))
+	for _, sv := range shown {
 		ids = append(ids, sv.ID)
 	}
-	d.State.LastKind, d.State.LastIDs, d.State.Seen = "server", ids, nil
-	out.Reply = fmt.Sprintf("Here are the %d MCP servers:", len(ids))
-	if len(ids) == 1 {
+	// What the list shows is what its numbers and "all of them" can mean (State.LastIDs).
+	d.State.shows("server", ids, len(cat.Servers)-len(shown), "", nil)
+	out.Reply = fmt.Sprintf("Here are the %d MCP servers:", len(cat.Servers))
+	if len(cat.Servers) == 1 {
 		out.Reply = "There is one MCP server:"
 	}
-	shown := cat.Servers[:min(len(cat.Servers), MaxChoices)]
-	if len(shown) < len(ids) {
+	if len(shown) < len(cat.Servers) {
 		out.Reply += fmt.Sprintf(" (the first %d; the Servers page has them all)", len(shown))
 	}
 	for i, sv := range shown {
@@ -912,7 +978,7 @@ func listServers(cat *Catalogue, d *Decision, out *Reply) {
 		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, sv.Name, state),
 			Target: pickTarget("what's the status of", i+1)})
 	}
-	if len(ids) == 1 {
+	if len(cat.Servers) == 1 {
 		out.Reply += " Say \"enable the first one\" or \"tell me about the first one\"."
 	} else {
 		out.Reply += " Say \"enable the first one\" or \"tell me about the second one\"."
@@ -963,12 +1029,17 @@ func listTools(cat *Catalogue, op *Op, d *Decision, out *Reply) {
 		out.Reply = "There are no tools yet. Add a server and discover its tools: say \"I want to set up a new tool\"."
 		return
 	}
-	d.State.LastKind, d.State.LastIDs = "tool", ids
 	shown := ids
 	if len(shown) > MaxChoices {
-		shown = shown[:MaxChoices]
+		shown = shown[:MaxChoices:MaxChoices]
 	}
-	d.State.Seen = seenOf(cat, shown)
+	// Only the tools shown are kept: "number 300" of 3,000 tools is refused, not done to
+	// a tool never seen, and the state saved each turn stays small.
+	more := ""
+	if len(shown) < len(ids) {
+		more = serverOf(cat, ids[len(shown)])
+	}
+	d.State.shows("tool", shown, len(ids)-len(shown), more, seenOf(cat, shown))
 	out.Reply = fmt.Sprintf("Here are the %d tools", len(ids))
 	if len(ids) == 1 {
 		out.Reply = "There is one tool"
@@ -1283,7 +1354,7 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		return s.discoverMany(ctx, actor, op, cat, d, out)
 	}
 	for _, id := range op.IDs {
-		res, err := s.discoverOne(ctx, id, actor)
+		res, err := s.discoverOne(ctx, id, actor, time.Now().Add(s.connectWait))
 		if err != nil {
 			d.State.Flow = nil
 			return err
@@ -1297,13 +1368,13 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 		// In a set-up (a server just added, or one picked), "which ones?" picks among
 		// exactly the tools found here.
 		setup := d.State.Flow != nil && (d.State.Flow.Step == StepWhichTools || d.State.Flow.Step == StepDiscover)
-		var ids []string
+		var ids []string // the tools listed: the first MaxChoices (State.LastIDs)
 		seen := map[string]string{}
 		for i, t := range ts {
-			ids = append(ids, t.ID)
 			if i >= MaxChoices {
-				continue // not shown: an enable of one of them is refused (State.Seen)
+				break
 			}
+			ids = append(ids, t.ID)
 			seen[t.ID] = t.DefinitionHash
 			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
 			if !setup {
@@ -1311,14 +1382,14 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 			}
 			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
 		}
-		d.State.LastKind, d.State.LastIDs, d.State.Seen = "tool", ids, seen
+		d.State.shows("tool", ids, len(ts)-len(ids), nameOf2(cat, id), seen)
 		if setup {
 			f := *d.State.Flow
-			f.Step, f.ToolIDs, f.Seen = StepWhichTools, ids, seen
+			f.Step, f.ToolIDs, f.More, f.Seen = StepWhichTools, ids, len(ts)-len(ids), seen
 			d.State.Flow = &f
 		}
 		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
-		if len(ids) > MaxChoices {
+		if len(ts) > MaxChoices {
 			out.Reply += fmt.Sprintf(" The first %d are listed; the server's page has them all.", MaxChoices)
 		}
 		if d.State.Flow != nil && d.State.Flow.Step == StepWhichTools && len(ids) > 0 {
@@ -1335,44 +1406,77 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 // discoverMany discovers several servers' tools and answers with each server's counts,
 // as refresh does: numbered tools over several servers would be read back as one list
 // ("the first one"), so there are none, and what the last list was is the servers.
+// Servers still connecting are waited for within one deadline for them all.
 func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
 	d.State.Flow = nil
-	var parts []string
+	deadline := time.Now().Add(s.connectWait)
+	var parts, unreached []string
 	for _, id := range op.IDs {
 		name := nameOf2(cat, id)
 		a := Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: name, Href: "/servers/" + id, OK: true}
-		res, err := s.discoverOne(ctx, id, actor)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err
-			}
+		res, err := s.discoverOne(ctx, id, actor, deadline)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return err
+		case notConnected(err):
+			unreached = append(unreached, name+" ("+failureReason(err)+")")
+			a.OK, a.Error = false, err.Error()
+		case err != nil:
 			parts = append(parts, name+": "+failure(op, err))
 			a.OK, a.Error = false, err.Error()
-		} else {
+		default:
 			parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated)", name, res.Total, res.Added, res.Updated))
 		}
 		out.Actions = append(out.Actions, a)
 	}
-	d.State.LastKind, d.State.LastIDs, d.State.Seen = "server", op.IDs, nil
-	out.Reply = fmt.Sprintf("I discovered the tools of %d servers. %s. Say \"show me the tools on %s\" to see and pick one server's tools.",
-		len(op.IDs), strings.Join(parts, "; "), nameOf2(cat, op.IDs[0]))
+	shown := op.IDs[:min(len(op.IDs), MaxChoices):min(len(op.IDs), MaxChoices)]
+	d.State.shows("server", shown, len(op.IDs)-len(shown), "", nil)
+	out.Reply = fmt.Sprintf("I discovered the tools of %d servers.", len(op.IDs))
+	if len(parts) > 0 {
+		out.Reply += " " + strings.Join(parts, "; ") + "."
+	}
+	out.Reply += notReached(unreached)
+	out.Reply += fmt.Sprintf(" Say \"show me the tools on %s\" to see and pick one server's tools.", nameOf2(cat, op.IDs[0]))
 	return nil
 }
 
-// connectWait bounds how long discovery waits for a server that is still connecting (one
-// added a moment ago).
+// connectWait bounds how long discovery waits for servers still connecting (one added a
+// moment ago): one server's discovery, or all of a refresh's together.
 const connectWait = 10 * time.Second
 
-// discoverOne discovers a server's tools, first waiting a little for a server that is
-// enabled but not connected yet (its session is being opened). A disabled server is
-// not waited for: it will not connect until someone enables it, so it is looked up
-// again each time (someone may disable or delete it meanwhile).
-func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor) (registry.DiscoveryResult, error) {
-	deadline := time.Now().Add(connectWait)
+// notConnected reports whether err is discovery's refusal of a server without a session.
+func notConnected(err error) bool {
+	var fe *fault.Error
+	return errors.As(err, &fe) && fe.Code == "not_connected"
+}
+
+// notReached says which servers discovery did not reach, with each one's state ("" when
+// it reached them all).
+func notReached(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ❌ Not reached, so their tools were not discovered (%d): %s.", len(names), strings.Join(names, "; "))
+}
+
+// connecting reports whether a server's session is being opened for the first time (added
+// or enabled a moment ago; no status yet is a session only starting), so it may connect
+// shortly. One in error, backing off or with its circuit open has failed already: its
+// state is the answer, not a wait.
+func connecting(sn mcpclient.Snapshot) bool {
+	return sn.Status == "" || sn.Status == registry.StatusConnecting && sn.Failures == 0 && !sn.BreakerOpen
+}
+
+// discoverOne discovers a server's tools. A server that is enabled and still connecting
+// for the first time is waited for until deadline; one that is not connected otherwise
+// (in error, backing off) is answered at once with its state: a refresh of many
+// unreachable servers holds the conversation's lock and a connection meanwhile. A
+// disabled server is not waited for: it will not connect until someone enables it, so
+// it is looked up again each time (someone may disable or delete it meanwhile).
+func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor, deadline time.Time) (registry.DiscoveryResult, error) {
 	for {
 		res, err := s.mcp.Discover(ctx, id, actor)
-		var fe *fault.Error
-		if err == nil || !errors.As(err, &fe) || fe.Code != "not_connected" || time.Now().After(deadline) {
+		if err == nil || !notConnected(err) {
 			return res, err
 		}
 		if s.connectWaited != nil {
@@ -1386,6 +1490,9 @@ func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor)
 			return res, fault.Conflict("server_disabled", fmt.Sprintf(
 				"the server %s is disabled, so its tools cannot be discovered: enable it first (say \"enable the server %s\")", sv.Name, sv.Name)).About("server")
 		}
+		if !connecting(s.mcp.Snapshot(id)) || time.Now().After(deadline) {
+			return res, err
+		}
 		select {
 		case <-ctx.Done():
 			return res, err
@@ -1395,25 +1502,36 @@ func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor)
 }
 
 func (s *Service) refresh(ctx context.Context, actor audit.Actor, cat *Catalogue, out *Reply) error {
-	var parts []string
+	// One deadline for every server still connecting: each waited for in turn, thirty
+	// of them would hold the turn for minutes.
+	deadline := time.Now().Add(s.connectWait)
+	var parts, unreached []string
 	for _, sv := range cat.Servers {
 		if !sv.Enabled {
 			continue
 		}
-		res, err := s.discoverOne(ctx, sv.ID, actor)
+		res, err := s.discoverOne(ctx, sv.ID, actor, deadline)
 		if err != nil {
-			parts = append(parts, sv.Name+": "+failure(&Op{}, err))
+			if notConnected(err) {
+				unreached = append(unreached, sv.Name+" ("+failureReason(err)+")")
+			} else {
+				parts = append(parts, sv.Name+": "+failure(&Op{}, err))
+			}
 			out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
 			continue
 		}
 		parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated, %d removed)", sv.Name, res.Total, res.Added, res.Updated, res.Removed))
 		out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, OK: true})
 	}
-	if len(parts) == 0 {
+	if len(parts) == 0 && len(unreached) == 0 {
 		out.Reply = "No server is enabled, so there was nothing to refresh."
 		return nil
 	}
-	out.Reply = "I refreshed the tools of every enabled server. " + strings.Join(parts, "; ") + "."
+	out.Reply = "I refreshed the tools of every enabled server."
+	if len(parts) > 0 {
+		out.Reply += " " + strings.Join(parts, "; ") + "."
+	}
+	out.Reply += notReached(unreached)
 	return nil
 }
 
@@ -1519,6 +1637,15 @@ func storedID(p *auth.Principal, convID string) string {
 	return convID
 }
 
+// ownerPrefix is what the ids of p's conversations begin with: "" for a person's own,
+// and a token's own prefix for an API token's (storedID).
+func ownerPrefix(p *auth.Principal) string {
+	if p.Kind == audit.ActorToken {
+		return storedID(p, "")
+	}
+	return ""
+}
+
 // peekState reads a conversation's state without locking it (a new one's is empty): what
 // a turn expects to find before it waits on the model.
 func (s *Service) peekState(ctx context.Context, p *auth.Principal, convID string) (State, error) {
@@ -1561,7 +1688,7 @@ func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convI
 		var st State
 		_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
 		return fn(&st, func(msg string, out Reply) error {
-			return saveTurn(kept, tx, p.User.ID, id, msg, st, out)
+			return saveTurn(kept, tx, p.User.ID, id, ownerPrefix(p), msg, st, out)
 		})
 	})
 }
@@ -1576,8 +1703,9 @@ const (
 )
 
 // saveTurn stores the new state and both messages, and trims the conversation and the
-// person's conversations to the bounds above.
-func saveTurn(ctx context.Context, q db.Querier, userID, id, msg string, st State, out Reply) error {
+// conversations of its owner to the bounds above: the person's own (prefix ""), or one
+// API token's (prefix storedID(p, ""), "~<token id>~"), each kept apart.
+func saveTurn(ctx context.Context, q db.Querier, userID, id, prefix, msg string, st State, out Reply) error {
 	state, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -1603,13 +1731,16 @@ func saveTurn(ctx context.Context, q db.Querier, userID, id, msg string, st Stat
 	// Conversations another turn has locked are skipped, not waited on (two turns each
 	// waiting on the other's would deadlock); a conversation in use is among the newest
 	// once saved anyway.
+	// A token's conversations are compared by the whole of its prefix (its id may hold
+	// LIKE's wildcards), so one token's loop does not trim another's or the person's.
 	if _, err := q.Exec(ctx, `/* assistant.save.cap */ DELETE FROM assistant_conversations
 		WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations
 			WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations
-				WHERE user_id = $1 AND id <> $2 AND (id LIKE '~%') = ($2 LIKE '~%')
+				WHERE user_id = $1 AND id <> $2
+					AND CASE WHEN $4 = '' THEN id NOT LIKE '~%' ELSE left(id, length($4)) = $4 END
 				ORDER BY updated_at DESC, id OFFSET $3)
 			FOR UPDATE SKIP LOCKED)`,
-		userID, id, maxConversations-1); err != nil {
+		userID, id, maxConversations-1, prefix); err != nil {
 		return fmt.Errorf("assistant: cap conversations: %w", err)
 	}
 	return nil

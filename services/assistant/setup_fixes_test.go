@@ -2,10 +2,8 @@ package assistant_test
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/app/apptest"
@@ -210,34 +208,6 @@ func TestDiscoverDisabledServer(t *testing.T) {
 	r := c.say("discover tools on beta")
 	if !strings.Contains(r.Reply, "is disabled") || !strings.Contains(r.Reply, "enable the server beta") {
 		t.Errorf("reply %q, want that beta is disabled and how to enable it", r.Reply)
-	}
-}
-
-// A server disabled while the assistant waits for it to connect is not waited out: the
-// reply says at once that it is disabled.
-func TestDiscoverServerDisabledWhileWaiting(t *testing.T) {
-	t.Parallel()
-	a := apptest.Start(t, nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close() // nothing listens: the server never connects
-	sv := a.RegisterServer(t, registry.Spec{Name: "gone", Type: registry.TypeStreamableHTTP, URL: url, Enabled: true})
-	// Disabled after the first look found it enabled.
-	var waits atomic.Int32
-	assistant.OnConnectWait(a.Assistant, func(serverID string) {
-		if waits.Add(1) == 2 {
-			if _, err := a.Registry.SetEnabled(context.Background(), audit.System, serverID, false); err != nil {
-				t.Errorf("disable: %v", err)
-			}
-		}
-	})
-	c := newChat(t, a)
-	r := c.say("discover tools on gone")
-	if !strings.Contains(r.Reply, "is disabled") {
-		t.Errorf("reply %q, want that gone (%s) was disabled meanwhile", r.Reply, sv.ID)
 	}
 }
 

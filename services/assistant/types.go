@@ -62,6 +62,10 @@ type Catalogue struct {
 	Servers []Server
 	Tools   []Tool
 	Users   []string // usernames of active people
+	// NoSetUp says why the reader may not add a server ("" when they may): an API token
+	// asks questions only, and a role may lack the permission. Help then offers no
+	// guided set-up, which would only be refused once accepted.
+	NoSetUp string
 
 	toolWords []map[string]bool // wordsOf's cache, by index in Tools
 	names     *names            // namesOf's cache
