@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -124,23 +123,7 @@ func (s *Service) CreateUser(ctx context.Context, actor audit.Actor, in NewUser)
 // terminal acts on (ESC), forges a line of a log (a newline) or nobody sees (U+202E
 // reversing what follows, a zero-width space making two names look alike). Names read
 // from configuration files are held to the same (configcode's badName).
-func badLabel(s string) string {
-	if why := textcheck.Bad(s); why != "" {
-		return why
-	}
-	for _, r := range s {
-		switch {
-		case unicode.IsControl(r):
-			return fmt.Sprintf("contains the control character %U, which is not allowed in a name", r)
-		case r == '\u200c' || r == '\u200d':
-			// Zero-width (non-)joiners are part of how Persian and Indic names, and emoji
-			// sequences, are written; they reverse nothing and forge no line.
-		case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
-			return fmt.Sprintf("contains the invisible format character %U, which is not allowed in a name", r)
-		}
-	}
-	return ""
-}
+func badLabel(s string) string { return textcheck.Readable(s, "a name", textcheck.AllowJoiners) }
 
 func roleList() string {
 	names := make([]string, len(Roles))

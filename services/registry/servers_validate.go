@@ -48,6 +48,9 @@ const (
 	MaxEnvVars           = 100
 	MaxHeaders           = 100
 	MaxHeaderValueLength = 8192
+	// MaxArgs bounds a stdio server's arguments for the same reason: every page and API
+	// list of servers reads them all, and every change audits them.
+	MaxArgs = 256
 )
 
 // tooMany reports n names of a field past most, unless the change keeps (or shrinks)
@@ -100,6 +103,13 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 		ve.Add("description", fmt.Sprintf("must be at most %d characters", MaxDescription))
 	} else if why := textcheck.Bad(d.description); why != "" {
 		ve.Add("description", why)
+	} else if cur == nil || d.description != cur.description {
+		// Shown to everyone on the servers page: no ESC, no U+202E (one stored before
+		// this rule stays while it is not changed). Its field is a textarea: line breaks
+		// are allowed.
+		if why := textcheck.Readable(d.description, "a description", textcheck.AllowTab|textcheck.AllowNewlines|textcheck.AllowJoiners); why != "" {
+			ve.Add("description", why)
+		}
 	}
 	switch d.typ {
 	case TypeStdio:
@@ -108,12 +118,22 @@ func (d *draft) validate(cur *draft, eg *egress.Policy, keptOff bool) error {
 		} else if why := textcheck.Bad(d.command); why != "" {
 			ve.Add("command", why)
 		}
-		for i, a := range d.args {
-			// An argument stored already is kept wherever it moves (one added before it).
-			if utf8.RuneCountInString(a) > MaxArgLength && (cur == nil || !slices.Contains(cur.args, a)) {
-				ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
-			} else if why := textcheck.Bad(a); why != "" {
-				ve.Add(fmt.Sprintf("args/%d", i), why)
+		hadArgs := 0
+		if cur != nil {
+			hadArgs = len(cur.args)
+		}
+		if tooMany(len(d.args), hadArgs, MaxArgs) {
+			// One problem for the list: its arguments are not judged one by one (700,000
+			// of them could be as many errors).
+			ve.Add("args", fmt.Sprintf("has %d arguments, at most %d: put a longer configuration in a file and pass its path", len(d.args), MaxArgs))
+		} else {
+			for i, a := range d.args {
+				// An argument stored already is kept wherever it moves (one added before it).
+				if utf8.RuneCountInString(a) > MaxArgLength && (cur == nil || !slices.Contains(cur.args, a)) {
+					ve.Add(fmt.Sprintf("args/%d", i), tooLong(MaxArgLength)+": put a long value in a file and pass its path")
+				} else if why := textcheck.Bad(a); why != "" {
+					ve.Add(fmt.Sprintf("args/%d", i), why)
+				}
 			}
 		}
 		if why := textcheck.Bad(d.workingDir); why != "" {

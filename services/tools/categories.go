@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
@@ -54,7 +55,12 @@ type CategoryInput struct {
 
 var categoryRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
 
-func (in *CategoryInput) check() error {
+func (in *CategoryInput) check() error { return in.checkKeeping(nil) }
+
+// checkKeeping is check, except that a description equal to *kept (the stored one) is
+// not judged as text: one stored before these rules stays, so a change to another field
+// (auto-enable) is not refused for it.
+func (in *CategoryInput) checkKeeping(kept *string) error {
 	e := &verr.Error{}
 	in.Name = strings.ToLower(strings.TrimSpace(in.Name))
 	in.Description = strings.TrimSpace(in.Description)
@@ -68,8 +74,27 @@ func (in *CategoryInput) check() error {
 	}
 	if len(in.Description) > 500 {
 		e.Add("description", "is too long (at most 500 characters)")
+	} else if kept == nil || in.Description != strings.TrimSpace(*kept) {
+		// The form's field is one line (<input type="text">): no line breaks either.
+		if why := BadDescription(in.Description, false); why != "" {
+			e.Add("description", why)
+		}
 	}
 	return e.Err()
+}
+
+// BadDescription says why s cannot be a description shown to everyone (a category's, a
+// server's), or "": text PostgreSQL cannot store, a control character (ESC, which a
+// terminal acts on) or an invisible format character (U+202E, which reverses what
+// follows it on the page). Tab is allowed, and line breaks (LF, or CR LF as a browser's
+// textarea sends them) when multiLine. Zero-width (non-)joiners are allowed: Persian
+// and Indic scripts, and emoji sequences, are written with them.
+func BadDescription(s string, multiLine bool) string {
+	allow := textcheck.AllowTab | textcheck.AllowJoiners
+	if multiLine {
+		allow |= textcheck.AllowNewlines
+	}
+	return textcheck.Readable(s, "a description", allow)
 }
 
 // Categories lists the categories with how many tools each holds.
@@ -106,7 +131,7 @@ type CategoryPatch struct {
 func (s *Service) PatchCategory(ctx context.Context, actor audit.Actor, id string, p CategoryPatch) (Category, error) {
 	n, ok := normalID(id)
 	if !ok {
-		return Category{}, ErrNotFound
+		return Category{}, ErrCategoryNotFound
 	}
 	var out Category
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
@@ -117,7 +142,7 @@ func (s *Service) PatchCategory(ctx context.Context, actor audit.Actor, id strin
 			return err
 		}
 		if len(cur) == 0 {
-			return ErrNotFound
+			return ErrCategoryNotFound
 		}
 		in := CategoryInput{Name: cur[0].Name, Description: cur[0].Description, AutoEnable: cur[0].AutoEnable, ExpectUpdatedAt: p.ExpectUpdatedAt}
 		if p.Name != nil {
@@ -129,7 +154,7 @@ func (s *Service) PatchCategory(ctx context.Context, actor audit.Actor, id strin
 		if p.AutoEnable != nil {
 			in.AutoEnable = *p.AutoEnable
 		}
-		if err := in.check(); err != nil {
+		if err := in.checkKeeping(&cur[0].Description); err != nil {
 			return err
 		}
 		out, err = saveCategoryTx(ctx, tx, actor, n, in)
@@ -166,7 +191,7 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 			// PostgreSQL takes some of them and refuses others.
 			n, ok := normalID(id)
 			if !ok {
-				return ErrNotFound
+				return ErrCategoryNotFound
 			}
 			id = n
 			// updated_at is the version edit forms send back: every save moves it, even two
@@ -196,11 +221,11 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 				return gerr
 			}
 			if len(cur) == 0 {
-				return ErrNotFound
+				return ErrCategoryNotFound
 			}
 			return staleCategory(cur[0])
 		case errors.Is(err, pgx.ErrNoRows):
-			return ErrNotFound
+			return ErrCategoryNotFound
 		case err != nil:
 			return fmt.Errorf("tools: save category: %w", err)
 		}
@@ -220,7 +245,7 @@ func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string
 func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id string) error {
 	id, ok := normalID(id)
 	if !ok {
-		return ErrNotFound
+		return ErrCategoryNotFound
 	}
 	// Retried: its tools' rows are set free of it in no order a tool's update shares.
 	return db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
@@ -232,7 +257,7 @@ func (s *Service) DeleteCategory(ctx context.Context, actor audit.Actor, id stri
 func (s *Service) DeleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string) error {
 	id, ok := normalID(id)
 	if !ok {
-		return ErrNotFound
+		return ErrCategoryNotFound
 	}
 	return deleteCategoryTx(ctx, tx, actor, id)
 }
@@ -243,7 +268,7 @@ func deleteCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id stri
 	err := tx.QueryRow(ctx, `/* tools.DeleteCategory */ WITH gone AS (DELETE FROM tool_categories WHERE id = $1 RETURNING name)
 		SELECT name, (SELECT count(*)::int FROM mcp_tools WHERE category_id = $1) FROM gone`, id).Scan(&name, &n)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
+		return ErrCategoryNotFound
 	}
 	if err != nil {
 		return fmt.Errorf("tools: delete category: %w", err)

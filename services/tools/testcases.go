@@ -84,12 +84,16 @@ func (s *Service) TestCases(ctx context.Context, id string) ([]TestCase, error) 
 		SELECT `+testCaseColumns+` FROM tool_test_cases WHERE tool_id = $1 ORDER BY name`, id)
 }
 
-// TestCase returns one case of tool id.
+// TestCase returns one case of tool id: ErrTestCaseNotFound when it has none with that
+// id (or when the tool is gone: the callers read the tool first).
 func (s *Service) TestCase(ctx context.Context, id, caseID string) (TestCase, error) {
-	id, ok1 := normalID(id)
-	caseID, ok2 := normalID(caseID)
-	if !ok1 || !ok2 {
+	id, ok := normalID(id)
+	if !ok {
 		return TestCase{}, ErrNotFound
+	}
+	caseID, ok = normalID(caseID)
+	if !ok {
+		return TestCase{}, ErrTestCaseNotFound
 	}
 	cs, err := db.All[TestCase](ctx, s.pool, "tools: test case", `/* tools.TestCase */
 		SELECT `+testCaseColumns+` FROM tool_test_cases WHERE tool_id = $1 AND id = $2`, id, caseID)
@@ -97,7 +101,7 @@ func (s *Service) TestCase(ctx context.Context, id, caseID string) (TestCase, er
 		return TestCase{}, err
 	}
 	if len(cs) == 0 {
-		return TestCase{}, ErrNotFound
+		return TestCase{}, ErrTestCaseNotFound
 	}
 	return cs[0], nil
 }
@@ -213,11 +217,12 @@ func saveTestCaseTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, t Item, t
 
 // DeleteTestCase removes a case; audited.
 func (s *Service) DeleteTestCase(ctx context.Context, actor audit.Actor, id, caseID string) error {
-	tc, err := s.TestCase(ctx, id, caseID)
+	// The tool first: a case of a tool that is gone is the tool's not-found, not the case's.
+	t, err := s.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	t, err := s.Get(ctx, id)
+	tc, err := s.TestCase(ctx, t.ID, caseID)
 	if err != nil {
 		return err
 	}

@@ -36,8 +36,23 @@ import (
 // Topic is the event topic of tool changes (shared with the registry and toolstate).
 const Topic = toolstate.Topic
 
-// ErrNotFound: no tool (or category) with that id.
+// ErrNotFound: no tool with that id. ErrCategoryNotFound and ErrTestCaseNotFound wrap
+// it, so errors.Is(err, ErrNotFound) holds for them too.
 var ErrNotFound = fault.NotFound("tool")
+
+// ErrCategoryNotFound and ErrTestCaseNotFound are a category, or a test case of a tool
+// that exists, not found: their subject lets a page name what is gone, not the tool.
+var (
+	ErrCategoryNotFound = notFoundBeside("category")
+	ErrTestCaseNotFound = notFoundBeside("test case")
+)
+
+// notFoundBeside is a not-found fault about subject that wraps ErrNotFound.
+func notFoundBeside(subject string) *fault.Error {
+	f := fault.NotFound(subject)
+	f.Err = ErrNotFound
+	return f
+}
 
 // Service manages tools. It is safe for concurrent use.
 type Service struct {

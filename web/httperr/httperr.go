@@ -120,6 +120,10 @@ func PageMessage(err error) (string, bool) {
 			return "That execution does not exist.", true
 		case "tool":
 			return "That tool no longer exists; it may have been removed with its server.", true
+		case "test case":
+			return "That test case no longer exists; it may have been deleted.", true
+		case "category":
+			return "That category no longer exists; it may have been deleted.", true
 		}
 		return "That no longer exists; it may have been deleted.", true
 	case f.Code == "not_connected":
