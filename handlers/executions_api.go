@@ -13,10 +13,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
-	"github.com/toolwarden/toolwarden/services/fault"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
@@ -176,17 +174,10 @@ func (h ExecutionsHandler) APICreate(c echo.Context) error {
 	if err := bindJSONStrict(c, &in); err != nil {
 		return err
 	}
-	var maxWaiting int
-	if ActorOf(c).Kind == audit.ActorToken {
-		// An agent in a loop must not bury the approvers, as /mcp's held calls may not; a
-		// person's own plans (counted with it) are theirs to pile up.
-		maxWaiting = executions.DefaultMaxWaiting
-	}
+	// A token's plans are capped by the service (executions.DefaultMaxWaiting): past it,
+	// 409 too_many_waiting.
 	ex, err := h.Executions.Create(c.Request().Context(), callerOf(c), executions.Input{Prompt: in.Prompt, Plan: in.Plan,
-		ConversationID: in.ConversationID, MaxWaiting: maxWaiting})
-	if tw := (*executions.TooManyWaitingError)(nil); errors.As(err, &tw) {
-		return fault.Conflict("too_many_waiting", fmt.Sprintf("%d of your executions already wait for approval: wait for decisions on them before asking for more; nothing was created", tw.Waiting))
-	}
+		ConversationID: in.ConversationID})
 	if err != nil {
 		return err
 	}
@@ -428,6 +419,11 @@ func (h ExecutionsHandler) APISetSettings(c echo.Context) error {
 	case in.SeparateHighApprover != nil:
 		sep = decide.SeparationAuto
 		p.HighSeparation = &sep
+	}
+	if p.ApprovalTTL == nil && p.HighSeparation == nil {
+		// Fields given only as null or "" keep their value: refused like a body naming no
+		// field (bindJSONChange), not answered 200 as if something were saved.
+		return verr.New("body", "changes nothing (null and \"\" keep a setting as it is); it changes: approval_ttl_seconds, high_separation, separate_high_approver")
 	}
 	if _, err := h.Executions.PatchSettings(c.Request().Context(), ActorOf(c), p); err != nil {
 		// Named as the API names it.

@@ -169,6 +169,9 @@ func execInputError(prompt string, err error) (*views.ExecutionInputError, int, 
 	case pe != nil && executions.PlannerRefused(err):
 		// The model is busy or the person's rate is spent: the form kept to try again.
 		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, httperr.Status(pe.Kind), true
+	case pe != nil && pe.Code == executions.CodeTooManyWaiting:
+		// An API token with too many plans waiting: the form kept for when they are decided.
+		return &views.ExecutionInputError{Message: httperr.Sentence(pe.Message)}, http.StatusConflict, true
 	case errors.As(err, &ve):
 		ie := &views.ExecutionInputError{Message: "The plan was not accepted; fix what is listed below."}
 		for _, f := range ve.Fields {

@@ -109,7 +109,8 @@ func (h TokensHandler) Create(c echo.Context) error {
 }
 
 // Revoke revokes one of the user's tokens, or anyone's for an administrator (as
-// APIRevoke), whose page lists other people's tokens.
+// APIRevoke), whose page lists other people's tokens; the service refuses an API token
+// anyone else's, even an administrator's.
 func (h TokensHandler) Revoke(c echo.Context) error {
 	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), revokeOwner(PrincipalOf(c)))
 	back := "/tokens"
@@ -168,10 +169,18 @@ func (h TokensHandler) APICreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusCreated, map[string]any{"token": plain, "info": tok})
+	return secretJSON(c, http.StatusCreated, map[string]any{"token": plain, "info": tok})
 }
 
-// APIRevoke revokes a token: the caller's own, or anyone's for an administrator.
+// secretJSON answers with v, which carries a secret shown once (a token, a password):
+// no cache may keep it, as render keeps no page.
+func secretJSON(c echo.Context, status int, v any) error {
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(status, v)
+}
+
+// APIRevoke revokes a token: the caller's own, or anyone's for an administrator signed in
+// (never for an API token: auth.ErrTokenManagesTokens).
 func (h TokensHandler) APIRevoke(c echo.Context) error {
 	tok, err := h.Auth.RevokeToken(c.Request().Context(), ActorOf(c), c.Param("id"), revokeOwner(PrincipalOf(c)))
 	if err != nil {

@@ -143,7 +143,7 @@ func (h UsersHandler) APICreate(c echo.Context) error {
 	if generated != "" {
 		out["password"] = generated
 	}
-	return c.JSON(http.StatusCreated, out)
+	return secretJSON(c, http.StatusCreated, out)
 }
 
 // APIUpdate changes a user's role and/or disabled flag, all or nothing:
@@ -180,5 +180,5 @@ func (h UsersHandler) APIResetPassword(c echo.Context) error {
 	if generated != "" {
 		out["password"] = generated
 	}
-	return c.JSON(http.StatusOK, out)
+	return secretJSON(c, http.StatusOK, out)
 }

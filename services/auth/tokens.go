@@ -235,12 +235,22 @@ func (s *Service) ListOthersTokens(ctx context.Context, p *Principal, userID str
 	return toks, total, nil
 }
 
+// errTokenRevokesOthers: an API token, even an administrator's, revokes no one else's
+// tokens (tokens never manage tokens); its own user's it may, as its user may.
+var errTokenRevokesOthers = ErrTokenManagesTokens.Withf("an API token cannot revoke other people's API tokens: sign in to do it")
+
 // RevokeToken revokes a token. ownerID limits it to that user's tokens; an empty ownerID
-// (an administrator) may revoke any. Revoking twice is not an error.
+// (an administrator) may revoke any. An API token actor, even an administrator's, may
+// revoke only its own user's tokens (else ErrTokenManagesTokens). Revoking twice is not
+// an error.
 func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, ownerID string) (Token, error) {
 	var tok Token
 	if !uuidtext.Canonical(tokenID) || ownerID != "" && !uuidtext.Canonical(ownerID) {
 		return Token{}, ErrTokenNotFound // another spelling names no token
+	}
+	byToken := actor.Kind == audit.ActorToken
+	if byToken && ownerID != "" && ownerID != actor.ID {
+		return Token{}, errTokenRevokesOthers
 	}
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `/* auth.RevokeToken.get */ SELECT `+tokenColumns+` FROM api_tokens
@@ -252,6 +262,11 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 			return ErrTokenNotFound
 		} else if err != nil {
 			return err
+		}
+		// Checked here, not in the query: a leaked administrator's token is told it may
+		// not, rather than that the token does not exist.
+		if byToken && tok.UserID != actor.ID {
+			return errTokenRevokesOthers
 		}
 		// An administrator revoking someone else's token: the audit row and the event
 		// name whose it was.

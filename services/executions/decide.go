@@ -91,19 +91,31 @@ type Input struct {
 	// requester has that many of the same Source waiting for approval already (an
 	// agent's calls are not held back by the plans its person made on a page); counted
 	// and created under one lock per requester, so calls at once cannot all slip under it.
+	// For an API token's request 0 is DefaultMaxWaiting, whatever route it came by.
 	MaxWaiting int
 }
 
 // DefaultMaxWaiting is how many of one person's executions an agent may leave awaiting
-// approval (Input.MaxWaiting) where it makes them: /mcp's held calls, the API's tokens.
+// approval (Input.MaxWaiting) where it makes them: /mcp's held calls, and every plan an
+// API token asks for (the API, the pages it may post to, the test panel).
 const DefaultMaxWaiting = 20
 
+// CodeTooManyWaiting is the code of a creation refused with TooManyWaitingError.
+const CodeTooManyWaiting = "too_many_waiting"
+
 // TooManyWaitingError: the requester has Waiting executions awaiting approval, as many
-// as Input.MaxWaiting allows; nothing was created.
+// as Input.MaxWaiting allows; nothing was created. It unwraps to a conflict fault, so
+// every route answers it alike (409 too_many_waiting).
 type TooManyWaitingError struct{ Waiting int }
 
 func (e *TooManyWaitingError) Error() string {
 	return fmt.Sprintf("executions: %d of the requester's executions already wait for approval", e.Waiting)
+}
+
+// Unwrap is the refusal as the web layer shows it.
+func (e *TooManyWaitingError) Unwrap() error {
+	return fault.Conflict(CodeTooManyWaiting, fmt.Sprintf("%d of your executions already wait for approval: "+
+		"wait for decisions on them before asking for more; nothing was created", e.Waiting)).About("execution")
 }
 
 // SourceMCP is an execution asked for by a call through /mcp that needed approval.
@@ -114,6 +126,12 @@ const SourceMCP = "mcp"
 // confirm and HIGH for the typed phrase. Bad input is a *verr.Error (or a
 // planner.NotUnderstood fault) and stores nothing.
 func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, error) {
+	if in.MaxWaiting == 0 && c.Actor.Kind == audit.ActorToken {
+		// An agent in a loop must not bury the approvers, by whichever route its token
+		// posts (the API, a page, the test panel). A person's own plans are not capped,
+		// though they count toward the token's (same requester, same source).
+		in.MaxWaiting = DefaultMaxWaiting
+	}
 	req, plannerName, err := s.request(ctx, c, in)
 	if err != nil {
 		return nil, err

@@ -58,8 +58,12 @@ func (p SettingsPatch) stale(cur Settings) []string {
 // PatchSettings applies p to the settings in force, audited, and returns the result. The
 // read, the check against what the caller saw, the merge and the write are one
 // transaction holding the settings rows, so two patches of different fields at the same
-// time both stick, and of two of the same field seen alike the second is refused.
+// time both stick, and of two of the same field seen alike the second is refused. A patch
+// of no field changes nothing: it is what is in force, neither written nor audited.
 func (s *Service) PatchSettings(ctx context.Context, actor audit.Actor, p SettingsPatch) (Settings, error) {
+	if p.ApprovalTTL == nil && p.HighSeparation == nil {
+		return s.Settings(ctx)
+	}
 	var st Settings
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		if err := lockSettings(ctx, tx, actor.Name); err != nil {
