@@ -173,7 +173,9 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 		}
 	}
 	plan.base = st
-	plan.planCategories(st)
+	if err := plan.planCategories(st); err != nil {
+		return nil, err
+	}
 	plan.planSettings(st)
 	pending := plan.pendingServers(st)
 	cats := plan.categoryNames(st)
@@ -191,14 +193,32 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	return plan, nil
 }
 
-func (p *Plan) planCategories(st *state) {
+func (p *Plan) planCategories(st *state) error {
 	if !p.file.HasCats {
-		return
+		return nil
 	}
 	inFile := map[string]bool{}
+	var ve verr.Error
 	for i, c := range p.file.Categories {
 		inFile[c.Name] = true
 		cur, ok := st.Categories[c.Name]
+		// A description the file changes is judged as the category page judges it; the
+		// stored one, kept, is not (parse left it to here).
+		var kept *string
+		if ok {
+			kept = &cur.Description
+		}
+		in := tools.CategoryInput{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable}
+		if err := tools.CheckCategoryKeeping(&in, kept); err != nil {
+			var fe *verr.Error
+			if !errors.As(err, &fe) {
+				return err
+			}
+			for _, f := range fe.Fields {
+				ve.Add("categories."+c.Name+"."+f.Field, f.Message)
+			}
+			continue
+		}
 		it := Item{Kind: KindCategory, Name: c.Name, Action: registry.PlanCreate, cat: &p.file.Categories[i]}
 		if ok {
 			it.Action, it.catID = registry.PlanUpdate, cur.ID
@@ -217,6 +237,9 @@ func (p *Plan) planCategories(st *state) {
 			p.Items = append(p.Items, it)
 		}
 	}
+	if err := ve.Err(); err != nil {
+		return err
+	}
 	if p.opts.Prune {
 		for _, name := range slices.Sorted(maps.Keys(st.Categories)) {
 			if !inFile[name] {
@@ -224,6 +247,7 @@ func (p *Plan) planCategories(st *state) {
 			}
 		}
 	}
+	return nil
 }
 
 func (p *Plan) categoryNames(st *state) map[string]bool {

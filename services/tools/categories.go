@@ -105,15 +105,18 @@ func (s *Service) Categories(ctx context.Context) ([]Category, error) {
 		FROM tool_categories c ORDER BY c.name`)
 }
 
-// SaveCategory creates a category (id "") or changes one, audited.
+// SaveCategory creates a category (id "") or changes one, audited. A description stored
+// before the rules on hidden characters stays while it is not changed.
 func (s *Service) SaveCategory(ctx context.Context, actor audit.Actor, id string, in CategoryInput) (Category, error) {
-	if err := in.check(); err != nil {
-		return Category{}, err
+	if id == "" {
+		if err := in.check(); err != nil {
+			return Category{}, err
+		}
 	}
 	var out Category
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		var err error
-		out, err = saveCategoryTx(ctx, tx, actor, id, in)
+		out, err = s.SaveCategoryTx(ctx, tx, actor, id, in)
 		return err
 	})
 	return out, err
@@ -165,7 +168,21 @@ func (s *Service) PatchCategory(ctx context.Context, actor audit.Actor, id strin
 
 // SaveCategoryTx is SaveCategory in the caller's transaction.
 func (s *Service) SaveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, in CategoryInput) (Category, error) {
-	if err := in.check(); err != nil {
+	var kept *string
+	if id != "" {
+		// The stored description, read to judge only a changed one (the update checks
+		// the row again: a category saved or deleted meanwhile is the update's to say).
+		if n, ok := normalID(id); ok {
+			var d string
+			err := tx.QueryRow(ctx, `/* tools.SaveCategory.kept */ SELECT description FROM tool_categories WHERE id = $1`, n).Scan(&d)
+			if err == nil {
+				kept = &d
+			} else if !errors.Is(err, pgx.ErrNoRows) {
+				return Category{}, fmt.Errorf("tools: save category: %w", err)
+			}
+		}
+	}
+	if err := in.checkKeeping(kept); err != nil {
 		return Category{}, err
 	}
 	return saveCategoryTx(ctx, tx, actor, id, in)
@@ -174,6 +191,11 @@ func (s *Service) SaveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Act
 // CheckCategory reports what is wrong with a category before it is saved, and
 // normalizes it (lower case, trimmed).
 func CheckCategory(in *CategoryInput) error { return in.check() }
+
+// CheckCategoryKeeping is CheckCategory for a category whose stored description is
+// *kept (nil: a new one): a description equal to it is not judged as text, so one stored
+// before the rules on hidden characters stays while it is not changed.
+func CheckCategoryKeeping(in *CategoryInput, kept *string) error { return in.checkKeeping(kept) }
 
 func saveCategoryTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, id string, in CategoryInput) (Category, error) {
 	var out Category
