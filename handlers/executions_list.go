@@ -108,6 +108,10 @@ func (h ExecutionsHandler) History(c echo.Context) error {
 		v.Rows = append(v.Rows, executionListRow(&page.Items[i]))
 	}
 	v.LiveRows = !v.HasFilter && q.Cursor == ""
+	v.Keep = q.Limit // a live page keeps its size as new executions arrive
+	if v.Keep == 0 {
+		v.Keep = executions.DefaultLimit
+	}
 	if page.NextCursor != "" {
 		v.NextURL = historyURL(qp, page.NextCursor)
 	}

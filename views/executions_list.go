@@ -76,7 +76,9 @@ type ExecutionsPage struct {
 	HasFilter bool
 	Rows      []ExecutionListRow
 	// LiveRows: this page shows new executions as they are created (first page, no filter).
-	LiveRows   bool
+	LiveRows bool
+	// Keep is the page's size: the most rows a live page keeps as new ones arrive.
+	Keep       int
 	NextURL    string
 	FirstURL   string
 	CanCreate  bool

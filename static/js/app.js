@@ -670,8 +670,22 @@
   // Rows that say when they end (a grant's expiry) leave the list then, for the list
   // of ended ones when the page has it: the row loses its actions, and its expiry reads
   // "expired <time>" (views/collaborations.templ, endedGrantRow).
+  // The times rows leave at are on the server's clock; the browser's may be minutes off,
+  // which ended a grant early or left it listed. A page with them says the server's
+  // time it was made at (data-server-now): the difference, measured once the page is
+  // read, puts the browser's clock on the server's.
+  function serverNow() {
+    var el = document.querySelector("[data-server-now]");
+    if (!el) return Date.now();
+    if (el.__twSkew === undefined) {
+      var at = Number(el.dataset.serverNow);
+      el.__twSkew = isFinite(at) && at > 0 ? at - Date.now() : 0;
+    }
+    return Date.now() + el.__twSkew;
+  }
+  document.addEventListener("DOMContentLoaded", serverNow);
   setInterval(function () {
-    var now = Date.now();
+    var now = serverNow();
     document.querySelectorAll("[data-live-rows] > [data-leaves-at]").forEach(function (el) {
       if (Number(el.dataset.leavesAt) <= now) el.remove();
     });
@@ -824,11 +838,23 @@
   // more for what came meanwhile: batches come every quarter second while entries are
   // written, so a wait that each one restarted (htmx's delay:) never ended, and htmx's
   // throttle: would drop the last of them, leaving the count short.
-  var auditAsk = { at: 0, asked: 0, busy: false, timer: null }, auditAskEvery = 500;
+  // busy is the banner whose question is on its way, not a flag: a banner replaced while
+  // it asks (its "show" brings the new list's banner) reports its answer nowhere, and a
+  // flag that only that answer cleared stopped the counting for good. A banner gone, or
+  // an answer older than auditAskStuck (lost without a word), asks no more.
+  var auditAsk = { at: 0, asked: 0, top: null, busy: null, since: 0, timer: null }, auditAskEvery = 500, auditAskStuck = 15000;
   function askAuditNew() {
     var marker = document.getElementById("audit-appended");
     var banner = document.getElementById("audit-new");
-    if (!marker || !banner || !window.htmx || auditAsk.busy) return;
+    if (!marker || !banner || !window.htmx) return;
+    if (auditAsk.busy && auditAsk.busy.isConnected && Date.now() - auditAsk.since < auditAskStuck) return;
+    auditAsk.busy = null;
+    // A banner with another top belongs to a list loaded again: what was asked for the
+    // one before says nothing of it.
+    if (banner.dataset.top !== auditAsk.top) {
+      auditAsk.top = banner.dataset.top;
+      auditAsk.asked = 0;
+    }
     var newest = Number(marker.dataset.id || 0);
     if (newest <= Number(banner.dataset.top || 0) || newest <= auditAsk.asked) return;
     var wait = auditAsk.at + auditAskEvery - Date.now();
@@ -841,20 +867,47 @@
     htmx.trigger(banner, "tw-audit-new");
   }
   document.addEventListener("htmx:wsAfterMessage", askAuditNew);
+  // A banner swapped in (a new count, or the reloaded list's) asks for what came while
+  // it was on its way.
+  document.addEventListener("htmx:load", function (e) {
+    if (e.target && e.target.id === "audit-new") askAuditNew();
+  });
   // The banner that asked, not detail.elt: an answer that replaced it is reported on
   // the element around it.
-  function fromAuditBanner(e) {
+  function auditBanner(e) {
     var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
-    return !!elt && elt.id === "audit-new";
+    return elt && elt.id === "audit-new" ? elt : null;
   }
   document.addEventListener("htmx:beforeRequest", function (e) {
-    if (fromAuditBanner(e)) auditAsk.busy = true;
+    var banner = auditBanner(e);
+    if (!banner) return;
+    auditAsk.busy = banner;
+    auditAsk.since = Date.now();
+  });
+  // A banner replaced while its question is on its way (the list was loaded again) no
+  // longer holds the next question back: its answer lands on the banner taken away
+  // (htmx swaps nothing there) and counts for a list no longer shown. Not aborted:
+  // htmx logs an aborted request as an error.
+  document.addEventListener("htmx:beforeCleanupElement", function (e) {
+    if (e.target && e.target === auditAsk.busy) auditAsk.busy = null;
   });
   document.addEventListener("htmx:afterRequest", function (e) {
-    if (!fromAuditBanner(e)) return;
-    auditAsk.busy = false;
+    var banner = auditBanner(e);
+    if (!banner) return;
+    if (auditAsk.busy === banner) auditAsk.busy = null;
     if (!e.detail.successful) auditAsk.asked = 0; // not counted: the next entry asks again
     else askAuditNew(); // for what came while it was asking
+  });
+  // "… new entries · show" took its button away with the banner: the focus goes to the
+  // newest entry of the list it loaded (or to the list's heading when none matches)
+  // instead of falling to the page's start.
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    if (!elt || elt.id !== "audit-new-button") return;
+    var active = document.activeElement;
+    if (active && active !== document.body && active.isConnected) return;
+    var to = document.querySelector("#audit-results [data-testid=audit-entry-link]") || document.getElementById("audit-h");
+    if (to) to.focus();
   });
 
   // Server form: show the fields of the chosen type; add and remove env/header rows.
@@ -1184,13 +1237,26 @@
   }
   // Enter in one of the test panel's inputs runs the call, as Run does (when Run may be
   // pressed): the form's first submit button, which Enter would press, switches modes.
-  document.addEventListener("keydown", function (e) {
-    if (e.key !== "Enter" || e.isComposing || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey) return;
+  // Enter in the "Save these arguments as a test case" fields saves the case instead:
+  // someone naming a case means to keep the call, not to make it.
+  function panelEnter(e) {
+    if (e.key !== "Enter" || e.isComposing || e.shiftKey || e.ctrlKey || e.altKey || e.metaKey) return false;
     var t = e.target;
-    if (!t.matches || !t.matches(".test-run-form input:not([type=checkbox]):not([type=radio]):not([type=submit]):not([type=button])")) return;
-    var run = t.form && t.form.querySelector(".run-button");
+    return !!t.matches && t.matches(".test-run-form input:not([type=checkbox]):not([type=radio]):not([type=submit]):not([type=button])");
+  }
+  document.addEventListener("keydown", function (e) {
+    if (!panelEnter(e)) return;
+    var save = e.target.closest(".save-case");
+    var button = save ? save.querySelector("[data-testid=save-case]") : e.target.form && e.target.form.querySelector(".run-button");
     e.preventDefault();
-    if (run && !run.disabled) run.click();
+    if (button && !button.disabled) button.click();
+  });
+  // The browser submits a form on Enter's keypress, which a keydown called off does not
+  // always stop (keys sent through the DevTools protocol, as the tests do): that
+  // submission pressed the first button (Form) and its answer, queued last, undid the
+  // save or the run.
+  document.addEventListener("keypress", function (e) {
+    if (panelEnter(e)) e.preventDefault();
   });
   // In the capture phase: before htmx reads the form for the change (the test panel
   // rates the call again, TestRisk), so it reads the new operation's inputs.
