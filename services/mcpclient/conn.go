@@ -694,10 +694,7 @@ func (c *conn) discoverDue(gen uint64) {
 	}
 	defer c.discoveryDone()
 	res, err := c.discoverLocked(ctx, trig, audit.System)
-	if errors.Is(err, registry.ErrDiscoveryOvertaken) {
-		// Not a failure: another replica stored a newer list of the server.
-		c.m.log.Info("mcpclient: discovery not stored: a newer listing was stored first", "server", c.cfg.Name, "trigger", trig)
-	} else if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil {
 		c.m.log.Warn("mcpclient: discovery failed", "server", c.cfg.Name, "trigger", trig, "err", err)
 	}
 	if ctx.Err() != nil {
@@ -707,7 +704,7 @@ func (c *conn) discoverDue(gen uint64) {
 	// A run that failed counts as one that changed something: a server whose lists
 	// keep failing (changing under the pagination, say) is slowed down the same way.
 	if trig == "list_changed" {
-		c.churned((err != nil && !errors.Is(err, registry.ErrDiscoveryOvertaken)) || changed)
+		c.churned(err != nil || changed)
 	}
 	if changed {
 		c.spend()

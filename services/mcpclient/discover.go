@@ -118,6 +118,13 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	d.Listed = registry.HashListing(d.Tools)
 	s.tools.record(gen, hashesOf(d.Listed))
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
+	if errors.Is(err, registry.ErrDiscoveryOvertaken) {
+		// Not a failure: another session stored a list begun after this one, and that is
+		// the server's list now (res says so). Whoever asked (a person's Discover, the
+		// assistant, a list_changed) has its tools discovered.
+		c.m.log.Info("mcpclient: discovery not stored: a newer listing was stored first", "server", c.cfg.Name, "trigger", trigger)
+		return res, nil
+	}
 	if err != nil {
 		if noRunToRecord(err) {
 			return registry.DiscoveryResult{}, err
@@ -133,12 +140,11 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 
 // noRunToRecord reports whether err, from ApplyDiscovery, needs no failed run
 // from the caller: the registry stored one itself (a superseded list, too many tools),
-// the list was overtaken by a newer one (whose run is the server's last), or the server
-// was deleted (nowhere to store one). Every other failure, a fault too
+// or the server was deleted (nowhere to store one). Every other failure, a fault too
 // (a tool moved meanwhile on every attempt), is recorded by the caller, or the
 // server's page would show its last successful run as if nothing had failed.
 func noRunToRecord(err error) bool {
-	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrDiscoveryOvertaken) || errors.Is(err, registry.ErrTooManyTools) ||
+	return errors.Is(err, registry.ErrDiscoverySuperseded) || errors.Is(err, registry.ErrTooManyTools) ||
 		errors.Is(err, registry.ErrNotFound)
 }
 

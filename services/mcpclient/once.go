@@ -89,7 +89,8 @@ func (m *Manager) DiscoverOnce(ctx context.Context, id, trigger string, actor au
 	res, err := m.reg.ApplyDiscovery(ctx, id, d)
 	if errors.Is(err, registry.ErrDiscoveryOvertaken) {
 		// The manager's own session (connecting as the import registered the server)
-		// stored a list begun after this one: the tools are discovered, as asked.
+		// stored a list begun after this one: the tools are discovered, as asked (res
+		// is that list's).
 		return res, nil
 	}
 	if err != nil && !noRunToRecord(err) {

@@ -63,3 +63,54 @@ func TestDiscoverOnceOvertakenIsNoError(t *testing.T) {
 		t.Fatalf("runs: %+v, want the session's one succeeded run only", runs)
 	}
 }
+
+// A person's Discover whose listing another session overtook (an import's, or another
+// replica's, begun later and stored first) is answered with what is stored, not as a
+// failure: the server's tools are discovered.
+func TestManualDiscoverOvertakenIsNoError(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.Debounce = time.Hour
+	e := start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "overtaken-manual"})
+	var armed atomic.Bool
+	blocked, release := make(chan struct{}), make(chan struct{})
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && armed.CompareAndSwap(true, false) {
+				close(blocked)
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sv := e.create(t, registry.Spec{Name: "overtaken-manual", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	testkit.WaitFor(t, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusConnected }, "never connected")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	armed.Store(true)
+	type answer struct {
+		res registry.DiscoveryResult
+		err error
+	}
+	manual := make(chan answer, 1)
+	go func() {
+		res, err := e.mgr.Discover(ctx, sv.ID, audit.System)
+		manual <- answer{res, err}
+	}()
+	<-blocked // the person's listing has begun, and waits
+	stored, err := e.mgr.DiscoverOnce(ctx, sv.ID, "import", audit.System)
+	if err != nil || stored.Total == 0 {
+		t.Fatalf("the import's discovery: %+v %v", stored, err)
+	}
+	close(release)
+	got := <-manual
+	if got.err != nil || got.res.RunID != stored.RunID || got.res.Total != stored.Total {
+		t.Fatalf("Discover overtaken by a newer listing: %+v %v, want no error and the stored run %d with %d tools", got.res, got.err, stored.RunID, stored.Total)
+	}
+}

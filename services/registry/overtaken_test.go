@@ -37,8 +37,18 @@ func TestApplyDiscoveryOvertakenByNewerListing(t *testing.T) {
 	d = discovery("connect", tool("echo", "Echoes a message (older)", map[string]string{"message": strProp}, "message"),
 		tool("wipe", "Deletes everything", nil))
 	d.Seq = older
-	if _, err := f.reg.ApplyDiscovery(f.ctx, sv.ID, d); !errors.Is(err, registry.ErrDiscoveryOvertaken) {
+	completed := len(f.eventPayloads("discovery.completed"))
+	res, err := f.reg.ApplyDiscovery(f.ctx, sv.ID, d)
+	if !errors.Is(err, registry.ErrDiscoveryOvertaken) {
 		t.Fatalf("older listing stored after the newer: got error %v, want ErrDiscoveryOvertaken", err)
+	}
+	// What it says is what is stored: the newer listing's run and its one tool; and the
+	// pages that showed its progress hear that it ended.
+	if lastRun := f.count(`SELECT max(id) FROM discovery_runs WHERE server_id = $1`, sv.ID); res.RunID != int64(lastRun) || res.Total != 1 || res.Added+res.Updated+res.Removed != 0 {
+		t.Fatalf("overtaken result %+v, want the newer run %d with its 1 tool and nothing changed", res, lastRun)
+	}
+	if evs := f.eventPayloads("discovery.completed"); len(evs) != completed+1 || evs[len(evs)-1]["run_id"] != float64(res.RunID) {
+		t.Fatalf("discovery.completed events: %v, want one more naming run %d", evs, res.RunID)
 	}
 	if got := f.strings(`SELECT description FROM mcp_tools WHERE server_id = $1 ORDER BY name`, sv.ID); len(got) != 1 || got[0] != "Echoes a message (newer)" {
 		t.Fatalf("tools after the older listing: %q, want only the newer listing's echo", got)

@@ -661,6 +661,7 @@ var ErrDiscoverySuperseded = fault.Stale("discovery_superseded", "the server's s
 // ErrDiscoveryOvertaken: a listing of the server begun after this one (by another
 // session: another replica's, or an import's) was stored first; the older list is not
 // stored over it, and no run is recorded (the newer list's run is the server's last).
+// The result then describes what is stored: that run, and the tools it left available.
 var ErrDiscoveryOvertaken = fault.Stale("discovery_overtaken", "a newer listing of the server, begun after this one by another session (another replica's, or an import's), was stored first and is the server's list now; this older list was not stored").About("server")
 
 // DiscoveryResult counts what a discovery changed (docs/api.md: POST .../discover).
@@ -697,6 +698,9 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 		res, err = s.applyDiscovery(ctx, serverID, d)
 		return err
 	})
+	if errors.Is(err, ErrDiscoveryOvertaken) {
+		return res, err // res is what is stored: the newer listing's
+	}
 	if err != nil {
 		return DiscoveryResult{}, fmt.Errorf("registry: discovery of %s: %w", serverID, err)
 	}
@@ -769,8 +773,19 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 				return err
 			}
 			if tag.RowsAffected() == 0 {
+				// The list stored is the newer listing's: its run and the tools it left are
+				// what this discovery found out, and the pages showing this one's progress
+				// hear that it ended.
 				overtaken = true
-				return nil
+				if err := tx.QueryRow(ctx, `/* registry.ApplyDiscovery.overtaken */
+					SELECT coalesce((SELECT max(id) FROM discovery_runs WHERE server_id = $1 AND status = 'succeeded'), 0),
+						(SELECT count(*)::int FROM mcp_tools WHERE server_id = $1 AND available)`, serverID).Scan(&res.RunID, &res.Total); err != nil {
+					return err
+				}
+				res.Unchanged, res.Pages = res.Total, d.Pages
+				_, err := events.DiscoveryCompleted.Publish(ctx, tx, ServersTopic, events.DiscoveryResult{ServerID: serverID, Server: name,
+					Trigger: d.Trigger, RunID: res.RunID, Unchanged: res.Total, Total: res.Total})
+				return err
 			}
 		}
 		// What the comparison needs of each stored tool; the definitions themselves
