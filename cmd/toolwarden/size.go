@@ -152,7 +152,7 @@ func (b *budgetSize) Set(s string) error {
 // with envSize.
 func snapshotBudgetFlag(fs *flag.FlagSet) *budgetSize {
 	v := budgetSize(builtin.DefaultSnapshotBudget)
-	fs.Var(&v, "snapshot-budget", "the most the built-in tools' snapshot store (what each write changed, for rollback) may hold; "+
-		"past it the oldest snapshots go before their 7 days. A size like 512MiB or 2GiB (env TOOLWARDEN_SNAPSHOT_BUDGET)")
+	fs.Var(&v, "snapshot-budget", "the bound of the built-in tools' snapshot store (what each write changed, for rollback): "+
+		"once past it, the next write first removes the oldest snapshots, whatever their age. A size like 512MiB or 2GiB (env TOOLWARDEN_SNAPSHOT_BUDGET)")
 	return &v
 }

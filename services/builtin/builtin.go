@@ -111,11 +111,18 @@ type Server struct {
 	// snapshot guards (snapFirst), before the write finishes.
 	afterChange func()
 	// snapBytes is what the snapshot store holds, as last counted (trimSnapshots) plus
-	// the blobs kept since; snapCounted: it was counted once. trimming: one count at a
-	// time.
+	// the blobs kept since (snapshots dropped since are not taken off: that only brings
+	// the next count forward); snapCounted: it was counted once. trimming: one count at
+	// a time.
 	snapBytes   atomic.Int64
 	snapCounted atomic.Bool
 	trimming    sync.Mutex
+	// pinned are the snapshots restores read now (pinSnapshot), by id: not trimmed.
+	// Under trimming.
+	pinned map[string]int
+	// trimAfter (Unix ns): a count that could not bring the store under its budget
+	// makes writes wait until then to count again (trimDue).
+	trimAfter atomic.Int64
 }
 
 // lockDir holds the edit locks' files, one a stripe, in the snapshot store: no tool

@@ -204,8 +204,8 @@ func (s *Server) newSnapshot(c Call, op string) (*snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the snapshot store: %w", err)
 	}
-	if !s.snapCounted.Load() || s.snapBytes.Load() > s.snapshotBudget() {
-		s.trimSnapshots(store)
+	if s.trimDue() {
+		s.trimSnapshots(store, false)
 	}
 	id := c.CallID
 	if !safeName.MatchString(id) {
@@ -636,6 +636,10 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		return nil, nil, err
 	}
 	defer store.Close()
+	// Held while it is read and put back: the restore keeps what it replaces first (a
+	// snapshot of its own), and that write may trim the store, whose oldest snapshot
+	// may be this one.
+	defer s.pinSnapshot(id)()
 	if _, err := s.finishAbandoned(store, id); err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s cannot be restored now: %w; try again when it has", id, err)
 	}
@@ -903,7 +907,7 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 		}
 		n++
 	}
-	return n + s.trimSnapshots(store), nil
+	return n + s.trimSnapshots(store, true), nil
 }
 
 // DefaultSnapshotBudget is the most the snapshot store holds by default: every write
@@ -918,13 +922,50 @@ func (s *Server) snapshotBudget() int64 {
 	return DefaultSnapshotBudget
 }
 
-// trimSnapshots counts what the snapshot store holds and, past the budget, removes the
-// oldest snapshots until it holds at most nine tenths of it (so that the writes after
-// do not count it again at once); a snapshot whose write still runs stays. It returns
-// how many it removed. A rollback that needed one names its write as not undone.
-func (s *Server) trimSnapshots(store *os.Root) int {
+// pinSnapshot keeps snapshot id from trimSnapshots until the returned func is called
+// (a restore reading it).
+func (s *Server) pinSnapshot(id string) func() {
 	s.trimming.Lock()
 	defer s.trimming.Unlock()
+	if s.pinned == nil {
+		s.pinned = map[string]int{}
+	}
+	s.pinned[id]++
+	return func() {
+		s.trimming.Lock()
+		defer s.trimming.Unlock()
+		if s.pinned[id]--; s.pinned[id] <= 0 {
+			delete(s.pinned, id)
+		}
+	}
+}
+
+// trimRetry is how long writes wait to count the store again after a count that could
+// not bring it under its budget (what is left is being written or restored).
+const trimRetry = time.Minute
+
+// trimDue reports whether a write should count the store first: never counted since
+// the start, or past its budget as counted (and not within trimRetry of a count that
+// could not help it).
+func (s *Server) trimDue() bool {
+	if !s.snapCounted.Load() {
+		return true
+	}
+	return s.snapBytes.Load() > s.snapshotBudget() && time.Now().UnixNano() >= s.trimAfter.Load()
+}
+
+// trimSnapshots counts what the snapshot store holds and, past the budget, removes the
+// oldest snapshots until it holds at most nine tenths of it (so that the writes after
+// do not count it again at once); a snapshot whose write still runs, or that a restore
+// reads (pinSnapshot), stays. It returns how many it removed. A rollback that needed
+// one names its write as not undone. A write's call (force false) counts only if it is
+// still due once it holds the lock: writes waiting on one count do not each count again.
+func (s *Server) trimSnapshots(store *os.Root, force bool) int {
+	s.trimming.Lock()
+	defer s.trimming.Unlock()
+	if !force && !s.trimDue() {
+		return 0
+	}
 	type kept struct {
 		name    string
 		mod     time.Time
@@ -966,7 +1007,7 @@ func (s *Server) trimSnapshots(store *os.Root) int {
 			if total-freed <= budget/10*9 {
 				break
 			}
-			if k.writing {
+			if k.writing || s.pinned[k.name] > 0 {
 				continue
 			}
 			if err := store.RemoveAll(k.name); err != nil {
@@ -981,6 +1022,9 @@ func (s *Server) trimSnapshots(store *os.Root) int {
 	}
 	s.snapBytes.Store(total - freed)
 	s.snapCounted.Store(true)
+	if total-freed > budget {
+		s.trimAfter.Store(time.Now().Add(trimRetry).UnixNano())
+	}
 	return n
 }
 

@@ -76,3 +76,35 @@ func storeBytes(t *testing.T, root string) int64 {
 	}
 	return n
 }
+
+// A restore of the oldest snapshot in a store past its budget is not trimmed away by
+// its own write (the restore keeps what it replaces first, which counts the store):
+// the snapshot it reads is held until it is put back.
+func TestRestoreOfOldestSnapshotPastBudget(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	g := &fakeGrants{allow: map[string]bool{}}
+	b, err := builtin.New(&builtin.Options{Root: filepath.Join(t.TempDir(), "root"), Grants: g, SnapshotBudget: 3 * mib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Add(b.FileOperations())
+	f := &filesFx{t: t, b: b, cs: connect(t, b), root: b.Root(), grants: g}
+
+	f.ok("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("0", mib)})
+	var ids []string
+	for i := 1; i <= 4; i++ { // 4 MiB kept: past the budget, not trimmed yet (the next write trims)
+		res := f.call("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat(string(rune('0'+i)), mib), "overwrite": true})
+		if res.IsError {
+			t.Fatalf("overwrite %d: %s", i, text(res))
+		}
+		ids = append(ids, structured(t, res)["snapshotId"].(string))
+	}
+	if why, err := b.SnapshotGone("c1", ids[0]); err != nil || why != "" {
+		t.Fatalf("the oldest snapshot before the restore: %q %v, want it there", why, err)
+	}
+	f.ok("c1", args{"operation": "restore_snapshot", "snapshotId": ids[0]})
+	if got := string(readBytes(t, filepath.Join(f.root, "c1", "big.txt"))); got != strings.Repeat("0", mib) {
+		t.Fatalf("big.txt after restoring the oldest snapshot: %.10q…, want the 0s it kept", got)
+	}
+}
