@@ -875,7 +875,7 @@
   // The banner that asked, not detail.elt: an answer that replaced it is reported on
   // the element around it.
   function auditBanner(e) {
-    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    var elt = e.detail && e.detail.requestConfig && e.detail.requestConfig.elt;
     return elt && elt.id === "audit-new" ? elt : null;
   }
   document.addEventListener("htmx:beforeRequest", function (e) {
@@ -902,7 +902,7 @@
   // newest entry of the list it loaded (or to the list's heading when none matches)
   // instead of falling to the page's start.
   document.addEventListener("htmx:afterSettle", function (e) {
-    var elt = e.detail.requestConfig && e.detail.requestConfig.elt;
+    var elt = e.detail && e.detail.requestConfig && e.detail.requestConfig.elt;
     if (!elt || elt.id !== "audit-new-button") return;
     var active = document.activeElement;
     if (active && active !== document.body && active.isConnected) return;
