@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -54,7 +55,8 @@ type Bus struct {
 	byTopic   map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
 	lastID    int64
-	primed    bool // lastID was set when the bus first listened: a reconnect catches up from it
+	primed    bool   // lastID was set when the bus first listened: a reconnect catches up from it
+	restarts  uint64 // how many times the bus started over (rewound): a check that raced one does not repeat it
 	listening bool
 	stopped   bool      // Run ended: nothing is delivered any more
 	since     time.Time // when listening last changed (NewBus: since when it has not listened)
@@ -144,6 +146,10 @@ func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
 		bus.mu.Lock()
 		behind := bus.primed && bus.lastID < id
 		bus.mu.Unlock()
+		// Not behind: delivered already (its NOTIFY's catch-up came first), or the ids went
+		// back and the listener has not noticed yet. Telling the two apart would cost a
+		// query after every such commit, on calls' paths: the listener notices (the
+		// NOTIFY out of order, its reconnect, its quiet check) within moments.
 		if !behind {
 			continue
 		}
@@ -156,8 +162,9 @@ func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
 }
 
 // Subscription receives the events of its topics in id order on C. C is closed when the
-// subscription is closed or dropped for falling behind (Dropped then reports true); the
-// subscriber then resumes from the last id it saw with Since.
+// subscription is closed or dropped (Dropped then reports true): for falling behind,
+// when the subscriber resumes from the last id it saw with Since, or because the bus
+// started over (see Reset), when what it shows must be read anew.
 type Subscription struct {
 	C       <-chan Event
 	c       chan Event
@@ -249,7 +256,8 @@ func (s *Subscription) TakeSampledBefore(id int64) []Event {
 // it, in id order, before the bus moves on: a transaction begun on the bus's Local that
 // published an event has had fn called by the time it returns from committing. fn runs
 // with the bus locked, so it must be quick and must not use the bus. A watch has no C
-// and is never dropped; Close ends it.
+// and is never dropped; Close ends it. Whatever its topics, fn is also called with a
+// Reset event when the bus starts over: it must then drop everything it keeps.
 func (b *Bus) Watch(fn func(Event), topics ...string) *Subscription {
 	s := &Subscription{fn: fn, topics: slices.Clone(topics), bus: b}
 	b.mu.Lock()
@@ -381,6 +389,11 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 			b.lastID, b.primed = max(b.lastID, id), true
 		}
 		b.mu.Unlock()
+	} else if _, err := b.rewound(ctx); err != nil {
+		// A reconnect, maybe to a database that came back without its newest commits: the
+		// catch-up below reads after lastID, and would skip every new event until the
+		// ids passed it again.
+		return err
 	}
 	// Listening first, then the catch-up: an event published here meanwhile is either
 	// delivered by its publisher or read by the catch-up (its NOTIFY, of this bus's own
@@ -391,6 +404,12 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 		return err
 	}
 	onReady()
+	// heard is the id of the last notification this connection heard, from the newest
+	// the catch-up read: a notification at or below it means the ids went back (or, once,
+	// a commit the catch-up read already; rewound then finds nothing).
+	b.mu.Lock()
+	heard := b.lastID
+	b.mu.Unlock()
 	for {
 		wait, cancel := context.WithTimeout(ctx, b.quiet)
 		n, err := pc.WaitForNotification(wait)
@@ -405,6 +424,9 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 			if err != nil {
 				return fmt.Errorf("events: the listening connection does not answer: %w", err)
 			}
+			if _, err := b.rewound(ctx); err != nil {
+				return err
+			}
 			if err := b.catchUp(ctx); err != nil {
 				return err
 			}
@@ -414,10 +436,23 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 			return err
 		}
 		newest, origin, _ := strings.Cut(n.Payload, " ")
+		id, perr := strconv.ParseInt(newest, 10, 64)
+		if perr == nil {
+			// Ids are drawn under the journal lock, so notifications come in id order; one
+			// that does not follow the last means the ids went back while this connection
+			// lived (the sequence set back by hand). Delivered would skip its events.
+			back := id <= heard
+			heard = id
+			if back {
+				if _, err := b.rewound(ctx); err != nil {
+					return err
+				}
+			}
+		}
 		if origin == b.origin {
 			continue // Published.Deliver hands them over, no need to read them back
 		}
-		if id, err := strconv.ParseInt(newest, 10, 64); err == nil && b.delivered(id) {
+		if perr == nil && b.delivered(id) {
 			continue // syncLocal or an earlier read already brought them
 		}
 		if err := b.catchUp(ctx); err != nil {
@@ -495,9 +530,21 @@ func (p *Published) Deliver(commitErr error) {
 		b.mu.Unlock()
 		return
 	}
+	// Committed yet not after the last one dispatched: read already, or the ids went
+	// back (see rewound), which the catch-up alone would never notice.
+	check := commitErr == nil && p.evs[len(p.evs)-1].ID <= b.lastID
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	if check {
+		// One query either way: read already (nothing to catch up), or started over.
+		back, err := b.rewound(ctx)
+		if err != nil {
+			b.log.Warn("events: could not read the newest event id after a local publish; the listener checks it when it reconnects", "err", err)
+		} else if !back {
+			return
+		}
+	}
 	if err := b.catchUp(ctx); err != nil {
 		b.log.Warn("events: could not read events after a local publish; the next notification catches up", "err", err)
 	}
@@ -522,6 +569,53 @@ func (b *Bus) catchUp(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// Reset is the Kind of the event a bus hands every watch, whatever its topics, when it
+// starts over because the event ids went back: the database lost its newest commits
+// (a crash within an asynchronous commit's window, a failover to a standby that lagged,
+// a restore from a backup) and hands out their ids again. The events the watch saw
+// since may never have happened, and those committed anew up to the Reset's ID are not
+// delivered one by one: a watch drops whatever it keeps. Subscriptions are dropped
+// instead (Dropped), so that their subscribers read anew. It is not a stored event and
+// not in the catalogue; its ID is the newest id in the table, delivery resumes after it.
+const Reset = "events.reset"
+
+// rewound starts the bus over when the newest event id in the table is below the last
+// one dispatched (see Reset): it moves lastID back to it, so the catch-up and NOTIFYs
+// deliver the ids handed out again, hands every watch a Reset and drops every
+// subscription. It reports whether it did. A dispatched event had committed before
+// lastID was read, so a table without it, as newest, lost it; pruning keeps the newest.
+func (b *Bus) rewound(ctx context.Context) (bool, error) {
+	b.mu.Lock()
+	seen, restarts := b.lastID, b.restarts
+	b.mu.Unlock()
+	latest, err := LatestID(ctx, b.pool)
+	if err != nil {
+		return false, err
+	}
+	if latest >= seen {
+		return false, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.restarts != restarts || !b.primed || b.stopped {
+		return false, nil // another check started over meanwhile (or the bus is done)
+	}
+	b.log.Warn("events: the newest event id went back (the database lost its newest commits or was restored); watches and subscriptions start over",
+		"newest", latest, "delivered", b.lastID)
+	b.lastID = latest
+	b.restarts++
+	ev := Event{ID: latest, Kind: Reset, Payload: json.RawMessage(`{}`), CreatedAt: time.Now()}
+	for s := range b.subs {
+		if s.fn != nil {
+			s.fn(ev)
+			continue
+		}
+		s.dropped = true
+		s.closeLocked() // deleting from the map being ranged over is allowed
+	}
+	return true, nil
 }
 
 func (b *Bus) dispatch(evs []Event) {

@@ -14,7 +14,7 @@ import (
 // replica's change clears it with its NOTIFY. A load that began before a clear is not
 // kept (a generation), and callers that find nothing kept share one load. With no bus,
 // or before the bus first listens (what committed earlier it never delivers), nothing
-// is kept and each call loads.
+// is kept and each call loads. The bus starting over (Reset) clears it too.
 type Memo[T any] struct {
 	ready <-chan struct{} // the bus's Ready; nil: no bus, nothing kept
 
@@ -26,14 +26,14 @@ type Memo[T any] struct {
 }
 
 // Watch makes m keep values, cleared by every event of topics whose kind is not one of
-// ignore. Call it before m is used.
+// ignore, and by a Reset. Call it before m is used.
 func (m *Memo[T]) Watch(bus *Bus, topics []string, ignore ...string) {
 	if bus == nil {
 		return
 	}
 	m.ready = bus.Ready()
 	bus.Watch(func(ev Event) {
-		if slices.Contains(ignore, ev.Kind) {
+		if ev.Kind != Reset && slices.Contains(ignore, ev.Kind) {
 			return
 		}
 		var zero T
