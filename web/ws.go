@@ -131,6 +131,14 @@ type hub struct {
 	renders atomic.Int64
 	// rechecks counts the checks of a socket's session (recheck): a query each (/metrics).
 	rechecks atomic.Int64
+	// sampler wakes the sockets that sample topics when one of those had an event;
+	// sampleWakes counts the wakes of all sockets (tests: an idle page does not wake).
+	sampler     *sampler
+	sampleWakes atomic.Int64
+	// sessionUsers is whom recent sessions-topic events are about (aboutUser): every
+	// socket looks at every such event, and decoding it once each cost 5,000 decodes
+	// per sign-out.
+	sessionUsers sessionUsers
 	// replays bounds the replays rendering at once: each renders up to wsMaxReplay
 	// events (queries each), and a client chooses where its replay starts.
 	replays chan struct{}
@@ -192,7 +200,18 @@ type rendered struct {
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
 		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
-		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{}}
+		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{},
+		sampler: newSampler(bus)}
+	if bus != nil {
+		// The bus started over (events.Reset: the database handed out ids again): the
+		// fragments and batches kept by id may be of events that no longer exist. Not
+		// under the bus's lock, which the watch runs with.
+		bus.Watch(func(ev events.Event) {
+			if ev.Kind == events.Reset {
+				go h.forget()
+			}
+		})
+	}
 	h.replayBudget.Store(wsReplayBudget)
 	h.replayPersonShare.Store(wsReplayPersonBytes)
 	// Write buffers are pooled: a socket holds one only while it writes, not 8 KiB for
@@ -200,6 +219,17 @@ func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h.upgrader = websocket.Upgrader{ReadBufferSize: 1024, WriteBufferSize: 8192, WriteBufferPool: &sync.Pool{},
 		CheckOrigin: h.sameOrigin, EnableCompression: true}
 	return h
+}
+
+// forget drops every fragment, batch and session user kept by event id.
+func (h *hub) forget() {
+	h.mu.Lock()
+	h.cache, h.order, h.cacheBytes = map[int64]rendered{}, nil, 0
+	h.batches, h.batchOrder = map[string]*websocket.PreparedMessage{}, nil
+	h.mu.Unlock()
+	h.sessionUsers.mu.Lock()
+	h.sessionUsers.users, h.sessionUsers.order = nil, nil
+	h.sessionUsers.mu.Unlock()
 }
 
 func (h *hub) count() int {
@@ -388,6 +418,15 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	if sessionsOnlyForCheck {
 		subscribed = append(slices.Clone(topics), auth.SessionsTopic)
 	}
+	// The sampler is joined before subscribing, and its wake channel taken before
+	// anything is taken from the subscription: every event held for it then wakes it.
+	var sampling *sampleSet
+	var sampleC <-chan struct{}
+	if len(sampled) > 0 {
+		sampling = h.sampler.join(sampled)
+		defer h.sampler.leave(sampling)
+		sampleC = sampling.next()
+	}
 	s := h.bus.SubscribeSampled(subscribed, sampled, wsSampleKeep)
 	defer s.Close()
 	// What the socket follows knows it is watched while the socket is open (a test
@@ -428,7 +467,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// The replay reads the sessions topic too: a change to this person committed after
 	// the check above is then re-checked (deliver) before the events that follow it,
 	// which the new role may not see, not after them when it arrives on s.C.
-	missed, tooMany, err := h.replayOf(ctx, last, topics, subscribed, sampled, sessionsOnlyForCheck, p.User.ID)
+	missed, tooMany, newest, err := h.replayOf(ctx, last, topics, subscribed, sampled, sessionsOnlyForCheck, p.User.ID)
 	var pruned int64
 	if err == nil && slices.ContainsFunc(topics, prunable) {
 		// Read after the replay, so a prune that deleted events before it read is seen.
@@ -459,7 +498,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		last = latest
 		return true
 	}
-	if tooMany || last < pruned {
+	// A cursor past the newest event is one the database no longer has (it lost its
+	// latest commits, and its ids run again from below the cursor): every live event
+	// would be dropped as already seen, so the page reloads and takes the newest cursor.
+	if tooMany || last < pruned || last > newest {
 		if !reload() {
 			return
 		}
@@ -498,7 +540,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		seen = max(seen, ev.ID)
 		// A change to this person is checked even when the replay already moved the
 		// cursor past it: it may have come between the first check and the replay.
-		if ev.ID > checkedThrough && ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
+		if ev.ID > checkedThrough && ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && h.aboutUser(ev, p.User.ID) {
 			var ok bool
 			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
 				return false
@@ -665,20 +707,10 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	}
 	// The loop below waits on as few channels as it can: each costs it on every event,
 	// times every open socket (a fifth of the CPU of a fan-out to 5,000 sockets with
-	// five). Every socket following a sampled topic flushes at the same instants, so
-	// that they share their batches; the others wait on no sampling timer.
-	var sampleC <-chan time.Time
-	sample := time.NewTimer(time.Hour)
-	defer sample.Stop()
-	armSample := func() {
-		now := time.Now()
-		sample.Reset(now.Truncate(wsSampleEvery).Add(wsSampleEvery).Sub(now))
-	}
-	sample.Stop()
-	if len(sampled) > 0 {
-		sampleC = sample.C
-		armSample()
-	}
+	// five). A socket following a sampled topic waits on its sampler set's channel
+	// (sampleC), closed at the next multiple of wsSampleEvery after an event of one of
+	// its sampled topics, so that the sockets flush at the same instants and share their
+	// batches, and an idle one does not wake; the others wait on no sampling channel.
 	// Pings and session checks share one timer.
 	nextPing, nextRecheck := time.Now().Add(wsPingEvery), recheckAt(time.Now(), h.recheckEvery(), p)
 	chores := time.NewTimer(time.Hour)
@@ -707,10 +739,11 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				return
 			}
 		case <-sampleC:
+			h.sampleWakes.Add(1)
+			sampleC = sampling.next() // before flush takes what is held (sampleSet.next)
 			if !flush() {
 				return
 			}
-			armSample()
 		case now := <-chores.C:
 			if !now.Before(nextPing) {
 				nextPing = now.Add(wsPingEvery)
@@ -890,17 +923,17 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 // it follows the sessions topic only for its own checks, of topics and the sessions
 // events about its person alone (other people's sign-ins are not sent, and must not
 // count towards the replay's bound: a quiet page was told to reload after a thousand
-// sign-ins).
+// sign-ins). bound is the newest event id when it read, where the replay stops.
 func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, sampled []string, sessionsOnlyForCheck bool,
-	userID string) (evs []events.Event, tooMany bool, err error) {
+	userID string) (evs []events.Event, tooMany bool, bound int64, err error) {
 	// The reads below are separate queries: an event committed between two of them would
 	// be replayed by a later one while an earlier one missed an older event, and the
 	// cursor would pass that one (the subscription's copy is then dropped as old). So
 	// every read stops at the newest event committed before them (ids are handed out in
 	// commit order); what comes after arrives live.
-	bound, err := h.deps.Events.LatestID(ctx)
+	bound, err = h.deps.Events.LatestID(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, false, 0, err
 	}
 	defer func() {
 		evs = slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID > bound })
@@ -908,7 +941,7 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	for _, t := range sampled {
 		newest, err := h.deps.Events.Newest(ctx, last, t, wsSampleKeep)
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		evs = append(evs, newest...)
 	}
@@ -921,7 +954,7 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	if len(read) > 0 { // none: Since would read every topic
 		more, err := h.deps.Events.Since(ctx, last, read, wsMaxReplay+1)
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		counted += len(more)
 		evs = append(evs, more...)
@@ -929,13 +962,13 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	if sessionsOnlyForCheck {
 		mine, err := h.deps.Events.SinceAbout(ctx, last, userID, wsMaxReplay+1)
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		counted += len(mine)
 		evs = append(evs, mine...)
 	}
 	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.ID, b.ID) })
-	return evs, counted > wsMaxReplay, nil
+	return evs, counted > wsMaxReplay, bound, nil
 }
 
 // prunable reports whether the retention may delete events of topic t: all but an
@@ -944,8 +977,69 @@ func prunable(t string) bool { return !strings.HasPrefix(t, executions.TopicOf("
 
 // aboutUser reports whether a sessions-topic event concerns the given user.
 func aboutUser(ev events.Event, userID string) bool {
+	user, ok := sessionUserOf(ev)
+	return ok && user == userID
+}
+
+// sessionUserOf is whom a sessions-topic event is about; false when its payload does
+// not decode.
+func sessionUserOf(ev events.Event) (string, bool) {
 	var se events.Session // every kind on the topic carries one
-	return ev.Decode(&se) == nil && se.UserID == userID
+	if ev.Decode(&se) != nil {
+		return "", false
+	}
+	return se.UserID, true
+}
+
+// aboutUser is aboutUser, decoding each event once for all the hub's sockets.
+func (h *hub) aboutUser(ev events.Event, userID string) bool {
+	user, ok := h.sessionUsers.of(ev)
+	return ok && user == userID
+}
+
+// sessionUsersKept bounds sessionUsers: the events about someone of the last while, as
+// every socket reads them about together.
+const sessionUsersKept = 1024
+
+// sessionUsers remembers whom the newest sessions-topic events are about, by id, so
+// that each is decoded once however many sockets look at it.
+type sessionUsers struct {
+	mu    sync.RWMutex
+	users map[int64]sessionUser
+	order []int64 // users' ids, oldest first
+}
+
+type sessionUser struct {
+	// payload is the event's, compared on every hit: a database that lost its latest
+	// commits hands their ids out again, to events about someone else.
+	payload []byte
+	id      string
+	ok      bool // the payload decoded
+}
+
+func (c *sessionUsers) of(ev events.Event) (string, bool) {
+	c.mu.RLock()
+	u, hit := c.users[ev.ID]
+	c.mu.RUnlock()
+	if hit && bytes.Equal(u.payload, ev.Payload) {
+		return u.id, u.ok
+	}
+	u = sessionUser{payload: ev.Payload}
+	u.id, u.ok = sessionUserOf(ev)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.users == nil {
+		c.users = map[int64]sessionUser{}
+	}
+	if _, dup := c.users[ev.ID]; !dup {
+		c.order = append(c.order, ev.ID)
+	}
+	c.users[ev.ID] = u // or replaces the event of a reused id
+	if len(c.order) > sessionUsersKept {
+		delete(c.users, c.order[0])
+		c.order = c.order[1:]
+	}
+	return u.id, u.ok
 }
 
 // send renders (once per event, shared by every client) and writes one event.
