@@ -65,6 +65,11 @@ type Options struct {
 	// MaxWaiting is how many of one user's calls may wait for approval at once; a
 	// call past it is refused (hold.go). Default 20.
 	MaxWaiting int
+	// MaxAwaiting is how many toolwarden__await_execution waits one user may hold
+	// open at once; one past it answers at once that the execution is still pending,
+	// as a wait's end does (hold.go). Default twice MaxWaiting: a wait on each call
+	// awaiting approval, and as many on calls approved and running.
+	MaxAwaiting int
 	// MaxSessions is how many stateful MCP sessions (streamable HTTP before
 	// 2026-07-28, and SSE) one user may hold open at once; an initialize past it is
 	// refused (sessions.go). Default 64.
@@ -103,9 +108,10 @@ type Gateway struct {
 	stopOnce sync.Once
 	cancel   context.CancelFunc
 	unfollow func()
-	open     streams      // the long-lived streams, ended when their credential is (streams.go)
+	open     streams      // the long-lived streams and POSTs, ended when their credential is (streams.go)
 	held     held         // the open stateful sessions by user (sessions.go)
 	calls    sessionCalls // the stateful sessions' requests under way (sessioncalls.go)
+	awaits   awaits       // the open toolwarden__await_execution waits by user (hold.go)
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -128,6 +134,9 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 	}
 	if o.MaxWaiting <= 0 {
 		o.MaxWaiting = executions.DefaultMaxWaiting
+	}
+	if o.MaxAwaiting <= 0 {
+		o.MaxAwaiting = 2 * o.MaxWaiting
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = 64
@@ -198,7 +207,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		if refuseBatch(w, r) {
 			return
 		}
-		if r.Method == http.MethodGet {
+		if r.Method == http.MethodGet || r.Method == http.MethodPost {
+			// A POST is tracked too: its answer may stream for as long as the call blocks,
+			// and must not reach a client whose credential ended meanwhile. Its context
+			// ending cancels the call (the stateless handler propagates it; a stateful
+			// session's unanswered calls are cancelled by the SDK fork's cancelUnanswered).
 			ctx, done := g.track(r)
 			defer done()
 			r = r.WithContext(ctx)

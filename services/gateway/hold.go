@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -310,7 +311,46 @@ func (g *Gateway) await(ctx context.Context, c *caller, req *mcp.CallToolRequest
 		return errorResult(fmt.Sprintf("Execution %s was not asked for by a call through MCP; follow it in Toolwarden at %s.",
 			ex.ID, c.client.base+"/executions/"+ex.ID)), nil
 	}
+	// Each wait holds a goroutine, a bus subscription, timers and a read per event for
+	// up to the hold; the rate limit alone would let one user open a thousand (or, with
+	// no limit, any number). Past the cap the answer is the one a hold's end gives, so
+	// the client simply asks again later.
+	release, n, ok := g.awaits.admit(c.p.User.ID, g.opts.MaxAwaiting)
+	if !ok {
+		if out, done := g.outcome(ctx, ex); done {
+			return out, nil
+		}
+		return g.pending(ctx, c, req, ex, fmt.Sprintf("%d of your waits are already open, the most one person may; call again once one has ended", n)), nil
+	}
+	defer release()
 	return g.hold(ctx, c, req, ex)
+}
+
+// awaits counts the open toolwarden__await_execution waits by user id.
+type awaits struct {
+	mu     sync.Mutex
+	byUser map[string]int
+}
+
+// admit counts one more wait of user uid's unless they hold most already (n);
+// release counts it off.
+func (a *awaits) admit(uid string, most int) (release func(), n int, ok bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := a.byUser[uid]; n >= most {
+		return nil, n, false
+	}
+	if a.byUser == nil {
+		a.byUser = map[string]int{}
+	}
+	a.byUser[uid]++
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.byUser[uid]--; a.byUser[uid] <= 0 {
+			delete(a.byUser, uid)
+		}
+	}, 0, true
 }
 
 // listPending is toolwarden__list_pending: the caller's executions waiting for a decision.

@@ -409,7 +409,8 @@ func (g *Gateway) getPrompt(ctx context.Context, c *caller, req *mcp.GetPromptRe
 
 // contentIn is a prompt message's content as the gateway passes it on: text masked,
 // the URIs of embedded resources and resource links namespaced like resources/list's
-// (so the client can read them through the gateway), a copy in any case.
+// (so the client can read them through the gateway), a copy in any case; a tool
+// result's nested content likewise, and a type not known here replaced by a note.
 func contentIn(server string, m secrets.Maskers, c mcp.Content) mcp.Content {
 	switch v := c.(type) {
 	case *mcp.TextContent:
@@ -438,8 +439,49 @@ func contentIn(server string, m secrets.Maskers, c mcp.Content) mcp.Content {
 		cp := *v
 		cp.Meta = nil
 		return &cp
+	case *mcp.ToolUseContent:
+		// The SDK decodes a prompt message's content without a type filter, so a
+		// sampling-only type comes through too: its arguments are the upstream's text.
+		cp := *v
+		cp.ID, cp.Name, cp.Meta = m.String(v.ID), m.String(v.Name), nil
+		cp.Input = nil
+		var in map[string]any
+		if b, err := json.Marshal(v.Input); err == nil && json.Unmarshal(m.JSON(b), &in) == nil {
+			cp.Input = in
+		}
+		return &cp
+	case *mcp.ToolResultContent:
+		cp := *v
+		cp.ToolUseID, cp.Meta, cp.StructuredContent = m.String(v.ToolUseID), nil, nil
+		cp.Content = make([]mcp.Content, 0, len(v.Content))
+		for _, nested := range v.Content {
+			cp.Content = append(cp.Content, contentIn(server, m, nested))
+		}
+		if v.StructuredContent != nil {
+			if b, err := json.Marshal(v.StructuredContent); err == nil {
+				cp.StructuredContent = json.RawMessage(m.JSON(b))
+			}
+		}
+		return &cp
 	}
-	return c
+	// A type this code does not know is not passed on unread: it could carry the
+	// upstream's secrets or URIs in fields nothing here masks.
+	return &mcp.TextContent{Text: fmt.Sprintf("(Toolwarden left out content of a type it does not pass on: %s.)", contentType(c))}
+}
+
+// contentType names c's MCP type, as its JSON says, for the note that replaces it.
+func contentType(c mcp.Content) string {
+	if c == nil {
+		return "none"
+	}
+	b, err := c.MarshalJSON()
+	var wire struct {
+		Type string `json:"type"`
+	}
+	if err != nil || json.Unmarshal(b, &wire) != nil || wire.Type == "" {
+		return fmt.Sprintf("%T", c)
+	}
+	return clip(wire.Type, 50)
 }
 
 // maskBlob masks a resource's binary contents when they are UTF-8 text

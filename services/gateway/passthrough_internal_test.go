@@ -129,3 +129,12 @@ func TestResultURIsNamespaced(t *testing.T) {
 		t.Fatalf("structuredContent: %v", out.StructuredContent)
 	}
 }
+
+// Content of a type contentIn does not know is replaced by a note naming it, never
+// passed on unread.
+func TestUnknownPromptContentLeftOut(t *testing.T) {
+	got, ok := contentIn("mt", nil, nil).(*mcp.TextContent)
+	if !ok || !strings.Contains(got.Text, "left out") || !strings.Contains(got.Text, "none") {
+		t.Fatalf("unknown content: %#v, want a note that it was left out", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,10 +15,11 @@ import (
 )
 
 // streams are the open long-lived streams (a stateful session's GET stream, an SSE
-// session's stream) by user, so that revoking a token, disabling a user or changing
-// their role ends the streams their credential no longer opens: a request is checked
-// when it comes, but a stream would otherwise outlive its credential until the client
-// leaves.
+// session's stream) and the POST requests under way, by user, so that revoking a
+// token, disabling a user or changing their role ends what their credential no longer
+// opens: a request is checked when it comes, but a stream, or a call that blocks
+// (held for approval, a collaboration, a long command), would otherwise outlive its
+// credential until the client leaves, and answer a client that is no longer allowed.
 type streams struct {
 	mu     sync.Mutex
 	byUser map[string]map[*stream]struct{}
@@ -26,25 +28,35 @@ type streams struct {
 type stream struct {
 	p      *auth.Principal
 	cancel context.CancelFunc
+	// request marks a POST: it was admitted under p's role, so a role that loses any
+	// of that role's permissions ends it too. A stream carries no call's answer, and
+	// its client would only open it again, so a role change leaves it open.
+	request bool
 }
 
-// track returns a context for the stream of req, which the gateway cancels once the
-// request's token no longer authenticates, and the function that ends the tracking.
+// track returns a context for the stream or POST request req, which the gateway
+// cancels once the request's token no longer authenticates, and the function that ends
+// the tracking.
 func (g *Gateway) track(req *http.Request) (context.Context, func()) {
 	c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(req.Context()))
 	if !ok {
 		return context.WithCancel(req.Context())
 	}
-	return g.trackFor(req.Context(), c.p)
+	return g.trackAs(req.Context(), c.p, req.Method == http.MethodPost)
 }
 
 // trackFor is track for a stream of principal p's whose context is parent.
 func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.Context, func()) {
+	return g.trackAs(parent, p, false)
+}
+
+// trackAs is trackFor for a POST request when request is set.
+func (g *Gateway) trackAs(parent context.Context, p *auth.Principal, request bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	if p.TokenID == "" {
 		return ctx, cancel
 	}
-	st := &stream{p: p, cancel: cancel}
+	st := &stream{p: p, cancel: cancel, request: request}
 	if exp := p.TokenExpiresAt; exp != nil {
 		// Expiry publishes nothing: the stream ends when its token does.
 		t := time.AfterFunc(time.Until(*exp), cancel)
@@ -71,7 +83,8 @@ func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.C
 	}
 }
 
-// recheck ends the streams of user id whose token no longer authenticates.
+// recheck ends the streams and requests of user id whose token no longer
+// authenticates, and the requests whose user's role lost a permission since.
 func (g *Gateway) recheck(uid string) {
 	g.open.mu.Lock()
 	var sts []*stream
@@ -79,18 +92,34 @@ func (g *Gateway) recheck(uid string) {
 		sts = append(sts, st)
 	}
 	g.open.mu.Unlock()
+	// One look per token: a client may hold many requests under way on one token.
+	type current struct {
+		role auth.Role
+		err  error
+	}
+	seen := map[string]current{}
 	for _, st := range sts {
-		// From the database, not the token cache: this may run before the cache is
-		// cleared for the very change that called it.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := g.auth.CurrentRole(ctx, st.p)
-		cancel()
-		if errors.Is(err, auth.ErrNoLongerValid) {
+		cur, ok := seen[st.p.TokenID]
+		if !ok {
+			// From the database, not the token cache: this may run before the cache is
+			// cleared for the very change that called it.
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			cur.role, cur.err = g.auth.CurrentRole(ctx, st.p)
+			cancel()
+			seen[st.p.TokenID] = cur
+		}
+		role, err := cur.role, cur.err
+		if errors.Is(err, auth.ErrNoLongerValid) || err == nil && st.request && lostPermission(st.p.User.Role, role) {
 			st.cancel()
 		} else if err != nil {
 			g.log.Warn("gateway: re-check a stream's token", "err", err)
 		}
 	}
+}
+
+// lostPermission reports whether role now lacks a permission that role was (a request was admitted with) grants.
+func lostPermission(was, now auth.Role) bool {
+	return slices.ContainsFunc(was.Permissions(), func(p auth.Permission) bool { return !now.Can(p) })
 }
 
 // credentialChanging are the events after which a user's token may no longer open
