@@ -223,9 +223,12 @@ func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 
 // forget drops every fragment, batch and session user kept by event id.
 func (h *hub) forget() {
+	// Cleared in place, under the lock their readers take: the maps themselves are
+	// read without it.
 	h.mu.Lock()
-	h.cache, h.order, h.cacheBytes = map[int64]rendered{}, nil, 0
-	h.batches, h.batchOrder = map[string]*websocket.PreparedMessage{}, nil
+	clear(h.cache)
+	clear(h.batches)
+	h.order, h.cacheBytes, h.batchOrder = h.order[:0], 0, h.batchOrder[:0]
 	h.mu.Unlock()
 	h.sessionUsers.mu.Lock()
 	h.sessionUsers.users, h.sessionUsers.order = nil, nil

@@ -902,6 +902,12 @@ func (s *Server) PruneSnapshots(cutoff time.Time) (int, error) {
 			}
 			continue
 		}
+		s.trimming.Lock()
+		pinned := s.pinned[e.Name()] > 0 // a restore reads it: pruned at the next pass
+		s.trimming.Unlock()
+		if pinned {
+			continue
+		}
 		if err := store.RemoveAll(e.Name()); err != nil {
 			return n, fmt.Errorf("builtin: prune snapshot %s: %w", e.Name(), err)
 		}

@@ -173,9 +173,7 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 		}
 	}
 	plan.base = st
-	if err := plan.planCategories(st); err != nil {
-		return nil, err
-	}
+	plan.planCategories(st)
 	plan.planSettings(st)
 	pending := plan.pendingServers(st)
 	cats := plan.categoryNames(st)
@@ -193,12 +191,11 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	return plan, nil
 }
 
-func (p *Plan) planCategories(st *state) error {
+func (p *Plan) planCategories(st *state) {
 	if !p.file.HasCats {
-		return nil
+		return
 	}
 	inFile := map[string]bool{}
-	var ve verr.Error
 	for i, c := range p.file.Categories {
 		inFile[c.Name] = true
 		cur, ok := st.Categories[c.Name]
@@ -210,12 +207,14 @@ func (p *Plan) planCategories(st *state) error {
 		}
 		in := tools.CategoryInput{Name: c.Name, Description: c.Description, AutoEnable: c.AutoEnable}
 		if err := tools.CheckCategoryKeeping(&in, kept); err != nil {
+			// A problem of the plan, as a server's is: the import is refused with every
+			// problem listed, and the page keeps what was pasted.
 			var fe *verr.Error
 			if !errors.As(err, &fe) {
-				return err
+				fe = &verr.Error{Fields: []verr.Field{{Field: "description", Message: err.Error()}}}
 			}
 			for _, f := range fe.Fields {
-				ve.Add("categories."+c.Name+"."+f.Field, f.Message)
+				p.Errors = append(p.Errors, registry.Problem{File: p.File, Field: "categories." + c.Name + "." + f.Field, Message: f.Message})
 			}
 			continue
 		}
@@ -237,9 +236,6 @@ func (p *Plan) planCategories(st *state) error {
 			p.Items = append(p.Items, it)
 		}
 	}
-	if err := ve.Err(); err != nil {
-		return err
-	}
 	if p.opts.Prune {
 		for _, name := range slices.Sorted(maps.Keys(st.Categories)) {
 			if !inFile[name] {
@@ -247,7 +243,6 @@ func (p *Plan) planCategories(st *state) error {
 			}
 		}
 	}
-	return nil
 }
 
 func (p *Plan) categoryNames(st *state) map[string]bool {

@@ -317,6 +317,13 @@ func (g *Gateway) await(ctx context.Context, c *caller, req *mcp.CallToolRequest
 	// the client simply asks again later.
 	release, n, ok := g.awaits.admit(c.p.User.ID, g.opts.MaxAwaiting)
 	if !ok {
+		// A pause first, holding nothing: answered at once, a client told to call again
+		// would spin on it, a read of the execution each turn.
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(overAwaitPause):
+		}
 		if out, done := g.outcome(ctx, ex); done {
 			return out, nil
 		}
@@ -325,6 +332,9 @@ func (g *Gateway) await(ctx context.Context, c *caller, req *mcp.CallToolRequest
 	defer release()
 	return g.hold(ctx, c, req, ex)
 }
+
+// overAwaitPause is how long a wait past MaxAwaiting pauses before it answers.
+var overAwaitPause = 2 * time.Second
 
 // awaits counts the open toolwarden__await_execution waits by user id.
 type awaits struct {

@@ -28,9 +28,11 @@ type streams struct {
 type stream struct {
 	p      *auth.Principal
 	cancel context.CancelFunc
-	// request marks a POST: it was admitted under p's role, so a role that loses any
-	// of that role's permissions ends it too. A stream carries no call's answer, and
-	// its client would only open it again, so a role change leaves it open.
+	// request marks a POST: it was admitted under p's role, so a role that loses the
+	// permissions a call needs (lostPermission) ends it too. A streamable HTTP GET
+	// stream carries no call's answer, and its client would only open it again, so a
+	// role change leaves it open; a legacy SSE stream does carry its calls' answers, and
+	// is still ended only when its credential is.
 	request bool
 }
 
@@ -117,9 +119,13 @@ func (g *Gateway) recheck(uid string) {
 	}
 }
 
-// lostPermission reports whether role now lacks a permission that role was (a request was admitted with) grants.
+// lostPermission reports whether role now lacks a permission role was (a request was
+// admitted with) granted that a call through /mcp needs: using tools, or asking for an
+// approval. Another one lost (managing users) does not cut a write off half-way.
 func lostPermission(was, now auth.Role) bool {
-	return slices.ContainsFunc(was.Permissions(), func(p auth.Permission) bool { return !now.Can(p) })
+	return slices.ContainsFunc([]auth.Permission{auth.PermToolUse, auth.PermExecutionCreate}, func(p auth.Permission) bool {
+		return was.Can(p) && !now.Can(p)
+	})
 }
 
 // credentialChanging are the events after which a user's token may no longer open
