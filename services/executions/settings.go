@@ -66,7 +66,7 @@ func (s *Service) PatchSettings(ctx context.Context, actor audit.Actor, p Settin
 	}
 	var st Settings
 	err := db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		if err := lockSettings(ctx, tx, actor.Name); err != nil {
+		if err := LockSettings(ctx, tx, actor.Name); err != nil {
 			return err
 		}
 		cur, err := ReadSettings(ctx, tx)
@@ -98,10 +98,12 @@ func (s *Service) PatchSettings(ctx context.Context, actor audit.Actor, p Settin
 	return st, nil
 }
 
-// lockSettings locks the settings rows until tx ends, first storing the defaults of those
-// nobody set: a row that does not exist yet cannot be locked. The patch rewrites both
-// rows anyway, so the defaults never outlive it.
-func lockSettings(ctx context.Context, tx pgx.Tx, by string) error {
+// LockSettings locks the settings rows until tx ends, first storing the defaults of those
+// nobody set: a row that does not exist yet cannot be locked (the defaults read the
+// same). PatchSettings takes it, and a configuration import before it checks that the
+// settings are still as its plan saw them, so a change committed after that check waits
+// instead of being overwritten.
+func LockSettings(ctx context.Context, tx pgx.Tx, by string) error {
 	ttl, _ := json.Marshal(int64(DefaultApprovalTTL / time.Second))
 	sep, _ := json.Marshal(decide.SeparationAuto)
 	if _, err := tx.Exec(ctx, `/* executions.lockSettings.defaults */
