@@ -230,9 +230,7 @@ func (h *hub) forget() {
 	clear(h.batches)
 	h.order, h.cacheBytes, h.batchOrder = h.order[:0], 0, h.batchOrder[:0]
 	h.mu.Unlock()
-	h.sessionUsers.mu.Lock()
-	h.sessionUsers.users, h.sessionUsers.order = nil, nil
-	h.sessionUsers.mu.Unlock()
+	h.sessionUsers.reset()
 }
 
 func (h *hub) count() int {
@@ -1018,6 +1016,13 @@ type sessionUser struct {
 	payload []byte
 	id      string
 	ok      bool // the payload decoded
+}
+
+// reset forgets every event (the ids are handed out again after events.Reset).
+func (c *sessionUsers) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.users, c.order = nil, nil
 }
 
 func (c *sessionUsers) of(ev events.Event) (string, bool) {
