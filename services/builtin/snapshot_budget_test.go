@@ -16,13 +16,8 @@ import (
 func TestSnapshotStoreBudget(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	g := &fakeGrants{allow: map[string]bool{}}
-	b, err := builtin.New(&builtin.Options{Root: filepath.Join(t.TempDir(), "root"), Grants: g, SnapshotBudget: 3 * mib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Add(b.FileOperations())
-	f := &filesFx{t: t, b: b, cs: connect(t, b), root: b.Root(), grants: g}
+	f := budgetFx(t, 3*mib)
+	b := f.b
 
 	f.ok("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("0", mib)})
 	var ids []string
@@ -83,13 +78,8 @@ func storeBytes(t *testing.T, root string) int64 {
 func TestRestoreOfOldestSnapshotPastBudget(t *testing.T) {
 	t.Parallel()
 	const mib = 1 << 20
-	g := &fakeGrants{allow: map[string]bool{}}
-	b, err := builtin.New(&builtin.Options{Root: filepath.Join(t.TempDir(), "root"), Grants: g, SnapshotBudget: 3 * mib})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.Add(b.FileOperations())
-	f := &filesFx{t: t, b: b, cs: connect(t, b), root: b.Root(), grants: g}
+	f := budgetFx(t, 3*mib)
+	b := f.b
 
 	f.ok("c1", args{"operation": "create_file", "filePath": "big.txt", "content": strings.Repeat("0", mib)})
 	var ids []string
@@ -107,4 +97,16 @@ func TestRestoreOfOldestSnapshotPastBudget(t *testing.T) {
 	if got := string(readBytes(t, filepath.Join(f.root, "c1", "big.txt"))); got != strings.Repeat("0", mib) {
 		t.Fatalf("big.txt after restoring the oldest snapshot: %.10q…, want the 0s it kept", got)
 	}
+}
+
+// budgetFx is newFilesFx with a snapshot store of budget bytes.
+func budgetFx(t *testing.T, budget int64) *filesFx {
+	t.Helper()
+	g := &fakeGrants{allow: map[string]bool{}}
+	b, err := builtin.New(&builtin.Options{Root: filepath.Join(t.TempDir(), "root"), Grants: g, SnapshotBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Add(b.FileOperations())
+	return &filesFx{t: t, b: b, cs: connect(t, b), root: b.Root(), grants: g}
 }

@@ -20,27 +20,7 @@ import (
 // and no failed run is recorded. A session's discovery begun later is what is stored.
 func TestDiscoverOnceOvertakenIsNoError(t *testing.T) {
 	t.Parallel()
-	opts := fast()
-	opts.Debounce = time.Hour // the session lists only when asked
-	e := start(t, opts)
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "overtaken"})
-	var armed atomic.Bool
-	blocked, release := make(chan struct{}), make(chan struct{})
-	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && armed.CompareAndSwap(true, false) {
-				close(blocked)
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			}
-			return next(ctx, method, req)
-		}
-	})
-	sv := e.create(t, registry.Spec{Name: "overtaken", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
-	testkit.WaitFor(t, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusConnected }, "never connected")
+	e, sv, armed, blocked, release := heldListing(t, "overtaken")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -69,27 +49,7 @@ func TestDiscoverOnceOvertakenIsNoError(t *testing.T) {
 // failure: the server's tools are discovered.
 func TestManualDiscoverOvertakenIsNoError(t *testing.T) {
 	t.Parallel()
-	opts := fast()
-	opts.Debounce = time.Hour
-	e := start(t, opts)
-	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "overtaken-manual"})
-	var armed atomic.Bool
-	blocked, release := make(chan struct{}), make(chan struct{})
-	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/list" && armed.CompareAndSwap(true, false) {
-				close(blocked)
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				}
-			}
-			return next(ctx, method, req)
-		}
-	})
-	sv := e.create(t, registry.Spec{Name: "overtaken-manual", Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
-	testkit.WaitFor(t, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusConnected }, "never connected")
+	e, sv, armed, blocked, release := heldListing(t, "overtaken-manual")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -113,4 +73,33 @@ func TestManualDiscoverOvertakenIsNoError(t *testing.T) {
 	if got.err != nil || got.res.RunID != stored.RunID || got.res.Total != stored.Total {
 		t.Fatalf("Discover overtaken by a newer listing: %+v %v, want no error and the stored run %d with %d tools", got.res, got.err, stored.RunID, stored.Total)
 	}
+}
+
+// heldListing starts a manager whose session lists only when asked, and a connected
+// server named name whose next tools/list, once armed is set, says so on blocked and
+// waits for release.
+func heldListing(t *testing.T, name string) (e *env, sv registry.Server, armed *atomic.Bool, blocked, release chan struct{}) {
+	t.Helper()
+	opts := fast()
+	opts.Debounce = time.Hour // the session lists only when asked
+	e = start(t, opts)
+	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+	armed = new(atomic.Bool)
+	blocked, release = make(chan struct{}), make(chan struct{})
+	hs.Server().MCP().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" && armed.CompareAndSwap(true, false) {
+				close(blocked)
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	sv = e.create(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+	testkit.WaitFor(t, 10*time.Second, func() bool { return e.mgr.Snapshot(sv.ID).Status == registry.StatusConnected }, "never connected")
+	return e, sv, armed, blocked, release
 }
