@@ -111,10 +111,10 @@ type hub struct {
 	mu sync.RWMutex // read-locked by every socket for every event: the caches' lookups
 	// cache holds each event's fragment, rendered and framed (compressed, for clients
 	// that negotiated compression) once and written to every client as the same bytes.
-	cache      map[int64]rendered
-	order      []int64
+	cache      map[eventKey]rendered
+	order      []eventKey
 	cacheBytes int // the renderedSize of what cache holds
-	// batches holds the messages of several sampled events each, keyed by their ids:
+	// batches holds the messages of several sampled events each, keyed by their keys:
 	// sockets flush at the same instants, so most of them send the same batch.
 	batches    map[string]*websocket.PreparedMessage
 	batchOrder []string
@@ -191,6 +191,21 @@ func (h *hub) retryRender(id int64, err error) bool {
 	return time.Since(first) < renderRetryFor
 }
 
+// eventKey names one event in the hub's caches: its id and the time the database
+// stored it. After the bus starts over (events.Reset) the database hands the ids out
+// again; a socket may still render an event it buffered before, and its fragment must
+// not be taken for the new event of the same id (forget clears the caches only once).
+type eventKey struct {
+	id int64
+	at int64 // CreatedAt in microseconds, the database's precision
+}
+
+func keyOf(ev events.Event) eventKey { return eventKey{id: ev.ID, at: ev.CreatedAt.UnixMicro()} }
+
+func (k eventKey) String() string {
+	return strconv.FormatInt(k.id, 10) + "@" + strconv.FormatInt(k.at, 10)
+}
+
 // rendered is one event's fragment: its bytes (for batches) and its framed message.
 type rendered struct {
 	raw []byte
@@ -199,7 +214,7 @@ type rendered struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[int64]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
+		cache: map[eventKey]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
 		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{},
 		sampler: newSampler(bus)}
 	if bus != nil {
@@ -1071,7 +1086,8 @@ func (h *hub) send(ctx context.Context, conn *websocket.Conn, ev events.Event) b
 // page costs a write, not a render and a compression, per event; the bytes are kept
 // for batches.
 func (h *hub) render(ctx context.Context, ev events.Event) (rendered, error) {
-	return cached(ctx, h, h.cache, &h.order, ev.ID, "e"+strconv.FormatInt(ev.ID, 10), wsRenderCache,
+	k := keyOf(ev)
+	return cached(ctx, h, h.cache, &h.order, k, "e"+k.String(), wsRenderCache,
 		h.renderLimit(), func(ctx context.Context) (rendered, error) {
 			raw, err := h.live.Render(ctx, ev)
 			if err != nil {
@@ -1220,9 +1236,10 @@ type flight struct {
 // its cursor, so the page's cursor is the last one's), built once for every socket that
 // sends the same events.
 func (h *hub) batch(ctx context.Context, evs []events.Event) (*websocket.PreparedMessage, error) {
-	key := make([]byte, 0, 12*len(evs))
+	key := make([]byte, 0, 30*len(evs))
 	for _, ev := range evs {
-		key = strconv.AppendInt(append(key, ','), ev.ID, 10)
+		k := keyOf(ev)
+		key = strconv.AppendInt(append(strconv.AppendInt(append(key, ','), k.id, 10), '@'), k.at, 10)
 	}
 	// Batches are of sampled topics' events (the audit log's, a navigation count's),
 	// small fragments each.

@@ -18,7 +18,7 @@ func TestHubCacheBoundedByBytes(t *testing.T) {
 	h := newHub(&handlers.Deps{}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	const each = 8 << 20
 	for id := range int64(40) {
-		r, err := cached(context.Background(), h, h.cache, &h.order, id, "e", wsRenderCache, h.renderLimit(),
+		r, err := cached(context.Background(), h, h.cache, &h.order, eventKey{id: id}, "e", wsRenderCache, h.renderLimit(),
 			func(context.Context) (rendered, error) { return rendered{raw: make([]byte, each)}, nil })
 		if err != nil || len(r.raw) != each {
 			t.Fatalf("render %d: %d bytes, %v", id, len(r.raw), err)
@@ -32,7 +32,7 @@ func TestHubCacheBoundedByBytes(t *testing.T) {
 		t.Fatalf("the cache keeps %d fragments of %d MiB in all (counted %d MiB), over %d MiB", len(h.cache), total>>20,
 			h.cacheBytes>>20, wsRenderCacheBytes>>20)
 	}
-	if _, ok := h.cache[39]; !ok || len(h.cache) != len(h.order) {
+	if _, ok := h.cache[eventKey{id: 39}]; !ok || len(h.cache) != len(h.order) {
 		t.Fatalf("the newest fragment is not kept, or the cache's order is off (%d kept, %d listed)", len(h.cache), len(h.order))
 	}
 }
