@@ -2,9 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -50,7 +53,8 @@ func ended(t *testing.T, what string, ch <-chan callOutcome) {
 // held for approval) ends when its credential does: its token revoked, its user
 // disabled, or its user's role losing a permission. The client gets an error, not the
 // result; the upstream call is cancelled and the held execution withdrawn. A call on
-// another token of the same user runs on. In both protocol eras.
+// another token of the same user runs on. In both protocol eras, and over the legacy
+// SSE transport (whose calls are answered on its stream, not on their POSTs).
 func TestEndedCredentialEndsCallsUnderWay(t *testing.T) {
 	t.Parallel()
 	e, lt := sessionEndEnv(t)
@@ -75,7 +79,7 @@ func TestEndedCredentialEndsCallsUnderWay(t *testing.T) {
 	}
 	n := 0
 	for _, change := range []string{"revoked", "disabled", "role lost"} {
-		for _, era := range eras {
+		for _, era := range append(slices.Clone(eras), "sse") {
 			t.Run(change+" "+era, func(t *testing.T) {
 				n++
 				name := "user" + string(rune('a'+n))
@@ -84,7 +88,7 @@ func TestEndedCredentialEndsCallsUnderWay(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				cs := mustConnect(t, e.srv, tok, era)
+				cs := connectEra(t, e.srv, tok, era)
 				running := call(ctx, cs, "lt__sleep", map[string]any{"ms": 60000}, "")
 				held := call(ctx, cs, "ut__echo", map[string]any{"message": "for " + name}, "")
 				ex := e.awaitingOf(t, u.ID, "ut__echo")
@@ -92,7 +96,7 @@ func TestEndedCredentialEndsCallsUnderWay(t *testing.T) {
 
 				var kept <-chan callOutcome
 				if change == "revoked" {
-					other := mustConnect(t, e.srv, e.srv.Token(t, name), era)
+					other := connectEra(t, e.srv, e.srv.Token(t, name), era)
 					kept = call(ctx, other, "lt__sleep", map[string]any{"ms": 2500}, "")
 					webtest.WaitFor(t, 10*time.Second, func() bool { return lt.Sleeping() == 2 }, "the other token's sleep never reached the upstream")
 				}
@@ -113,6 +117,19 @@ func TestEndedCredentialEndsCallsUnderWay(t *testing.T) {
 			})
 		}
 	}
+}
+
+// connectEra is mustConnect, or connectSSE for era "sse".
+func connectEra(t *testing.T, srv *webtest.Server, token, era string) *mcp.ClientSession {
+	t.Helper()
+	if era != "sse" {
+		return mustConnect(t, srv, token, era)
+	}
+	cs, err := connectSSE(t, srv, token)
+	if err != nil {
+		t.Fatalf("connect over SSE: %v", err)
+	}
+	return cs
 }
 
 // A role change that takes nothing away leaves the calls under way alone.

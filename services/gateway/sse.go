@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/writebound"
@@ -71,7 +72,7 @@ type sseSessionKey struct{}
 func (g *Gateway) newSSE() *sseSessions {
 	s := &sseSessions{byID: map[string]*sseSession{}}
 	s.handler = mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return g.server }, nil)
-	g.server.AddReceivingMiddleware(sseCaller)
+	g.server.AddReceivingMiddleware(g.sseCaller)
 	return s
 }
 
@@ -187,10 +188,12 @@ func callerOfInfo(info *mcpauth.TokenInfo) (caller, bool) {
 }
 
 // sseCaller gives a request of an SSE session what the streamable transport gives each
-// request: the token's TokenInfo (so callerOf finds the caller), and, for a tool call
-// that names no conversation, the session's id as its conversation, as a stateful
-// /mcp session's calls have theirs.
-func sseCaller(next mcp.MethodHandler) mcp.MethodHandler {
+// request: the token's TokenInfo (so callerOf finds the caller), the tracking a POST
+// has (streams.go: a role that loses what a call needs ends it, as it ends a streamable
+// POST; the SSE POST itself was answered at once), and, for a tool call that names no
+// conversation, the session's id as its conversation, as a stateful /mcp session's
+// calls have theirs.
+func (g *Gateway) sseCaller(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		sess, ok := ctx.Value(sseSessionKey{}).(*sseSession)
 		if !ok || req.GetExtra() != nil {
@@ -206,7 +209,19 @@ func sseCaller(next mcp.MethodHandler) mcp.MethodHandler {
 				cr.Params.Meta["conversation_id"] = id
 			}
 		}
-		return next(ctx, method, req)
+		c, ok := callerOfInfo(info)
+		if !ok {
+			return next(ctx, method, req)
+		}
+		tracked, done := g.trackAs(ctx, c.p, true)
+		defer done()
+		res, err := next(tracked, method, req)
+		if tracked.Err() != nil && ctx.Err() == nil {
+			// Its answer would still reach the client on the stream, which stays open.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
+				"this request ended: the API token of %s no longer allows it (revoked, expired, or the role changed)", c.p.User.Username)}
+		}
+		return res, err
 	}
 }
 

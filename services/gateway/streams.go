@@ -28,11 +28,11 @@ type streams struct {
 type stream struct {
 	p      *auth.Principal
 	cancel context.CancelFunc
-	// request marks a POST: it was admitted under p's role, so a role that loses the
-	// permissions a call needs (lostPermission) ends it too. A streamable HTTP GET
-	// stream carries no call's answer, and its client would only open it again, so a
-	// role change leaves it open; a legacy SSE stream does carry its calls' answers, and
-	// is still ended only when its credential is.
+	// request marks a POST, or a request of an SSE session (sseCaller): it was
+	// admitted under p's role, so a role that loses the permissions a call needs
+	// (lostPermission) ends it too. A stream (a streamable HTTP GET, an SSE session's)
+	// carries no call of its own, and its client would only open it again, so a role
+	// change leaves it open; it ends when its credential does.
 	request bool
 }
 
