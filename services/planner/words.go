@@ -110,16 +110,30 @@ func init() {
 var negators = map[string]bool{}
 
 func init() {
-	// The second line: words that say to leave a step out ("skip: delete /tmp/b").
-	for _, w := range strings.Fields(`not no never without nor neither cannot dont doesnt didnt cant wont shouldnt mustnt
+	// The second line: contractions written without their apostrophe. The third: words
+	// that negate by what they name, which left in would also be taken as the value of
+	// a path or content ("delete nothing", "write none to /tmp/x"). The fourth: words
+	// that say to leave a step out ("skip: delete /tmp/b").
+	for _, w := range strings.Fields(`not no never without nor neither cannot
+		dont doesnt didnt cant wont shouldnt mustnt isnt arent wasnt werent hasnt havent hadnt wouldnt couldnt neednt shant aint
+		nothing none nobody noone no-one nowhere
 		skip skipping avoid avoiding except excepting unless refrain exclude excluding`) {
 		negators[w] = true
 	}
 }
 
+// apostrophes are the letters written for an apostrophe, each read as ' when a word is
+// looked up among the negators: being letters (U+02B9, U+02BB, U+02BC, U+02BD, and
+// saltillo U+A78C), they keep "donʼt" one word. Other marks (’ ＇ `) end a word, and
+// "don" then "t" is read as "don't" below. Only words are looked up, never a quoted
+// value, and no word's text is changed.
+var apostrophes = strings.NewReplacer("\u02B9", "'", "\u02BB", "'", "\u02BC", "'", "\u02BD", "'", "\uA78C", "'")
+
 // negation is the word, as written, by which sentence s says not to do something, or "".
 func negation(s sentence) string {
 	for k, w := range s.words {
+		// An apostrophe-like letter before or after a word ("ʻnoneʼ") is a quote mark.
+		w = strings.Trim(apostrophes.Replace(w), "'")
 		switch {
 		case negators[w], strings.HasSuffix(w, "n't"):
 			return s.raw[k]

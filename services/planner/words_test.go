@@ -191,3 +191,58 @@ func TestSentencesStepLimit(t *testing.T) {
 	long := strings.Repeat("echo x;", 8000/len("echo x;"))
 	refusal(t, many, long, []string{"1142 steps to run"}, "echo x", 50*len("echo x;"))
 }
+
+// Words that negate by what they name ("nothing", "none") say not to do it as "not"
+// does, and so does a contraction written with any apostrophe-like character, such as
+// U+02BC, which is a letter and so keeps "donʼt" one word. Dropping either would plan
+// the opposite of what was asked, or fill a path or content with the negating word.
+// The same words as a quoted value, a key=value, a path or part of a longer word are
+// values, and plan, byte for byte as written.
+func TestSentencesNegatingWords(t *testing.T) {
+	t.Parallel()
+	tools := append([]planner.Tool{
+		{Name: "fs__delete_file", Description: "Delete a file",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+		{Name: "zip__compress", Description: "Compress a file",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"codec":{"type":"string","enum":["none","gzip"]}},"required":["path"]}`)},
+	}, everyday...)
+	const said = "I do not plan what I am told not to do"
+	for _, c := range []struct{ prompt, word string }{
+		{`delete none of /tmp/x`, "none"},
+		{`donʼt delete /tmp/x`, "donʼt"}, // U+02BC
+		{`DONʼT delete /tmp/x`, "DONʼT"}, // U+02BC
+		{`don＇t delete /tmp/x`, "don’t"}, // U+FF07 splits the word: "don", "t"
+		{`don’t delete /tmp/x`, "don’t"}, // U+2019 likewise
+		{"don`t delete /tmp/x", "don’t"},
+		{`canʹt delete /tmp/x`, "canʹt"}, // U+02B9
+		{`delete nothing`, "nothing"},
+		{`delete ʻnothingʼ`, "ʻnothingʼ"}, // letters used as quotes: not a quote
+		{`write nothing to /tmp/x`, "nothing"},
+		{`write none to /tmp/x`, "none"},
+		{`delete nowhere`, "nowhere"},
+		{`nobody should delete /tmp/x`, "nobody"},
+		{`no-one should delete /tmp/x`, "no-one"},
+		{`noone may delete /tmp/x`, "noone"},
+		{`you wouldnt delete /tmp/x`, "wouldnt"},
+		{`echo 'x' then delete none of /tmp/x`, "none"},
+	} {
+		refusal(t, tools, c.prompt, []string{said, `"` + c.word + `"`}, strings.TrimPrefix(c.prompt, "echo 'x' then "),
+			len(c.prompt)-len(strings.TrimPrefix(c.prompt, "echo 'x' then ")))
+	}
+	for _, c := range []struct{ prompt, plan string }{
+		{`delete 'nothing.txt'`, `{"steps":[{"tool":"fs__delete_file","arguments":{"path":"nothing.txt"}}]}`},
+		{`delete nothing.txt`, `{"steps":[{"tool":"fs__delete_file","arguments":{"path":"nothing.txt"}}]}`},
+		{`delete /tmp/none`, `{"steps":[{"tool":"fs__delete_file","arguments":{"path":"/tmp/none"}}]}`},
+		{`delete 'none'`, `{"steps":[{"tool":"fs__delete_file","arguments":{"path":"none"}}]}`},
+		{`write 'none' to /tmp/x`, `{"steps":[{"tool":"fs__write_file","arguments":{"path":"/tmp/x","content":"none"}}]}`},
+		{`write "nothing" to /tmp/x`, `{"steps":[{"tool":"fs__write_file","arguments":{"path":"/tmp/x","content":"nothing"}}]}`},
+		{`echo 'donʼt stop'`, `{"steps":[{"tool":"test__echo","arguments":{"message":"donʼt stop"}}]}`},
+		{`echo "don＇t stop"`, `{"steps":[{"tool":"test__echo","arguments":{"message":"don＇t stop"}}]}`},
+		{`echo Oʼbrien`, `{"steps":[{"tool":"test__echo","arguments":{"message":"Oʼbrien"}}]}`},
+		{`echo it's nonempty`, `{"steps":[{"tool":"test__echo","arguments":{"message":"it's nonempty"}}]}`},
+		{`compress /tmp/x codec=none`, `{"steps":[{"tool":"zip__compress","arguments":{"path":"/tmp/x","codec":"none"}}]}`},
+		{`forecast city=Nowhere`, `{"steps":[{"tool":"weather__get_forecast","arguments":{"city":"Nowhere"}}]}`},
+	} {
+		planned(t, tools, c.prompt, c.plan)
+	}
+}
