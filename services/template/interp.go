@@ -217,12 +217,14 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 			}
 		}
 	}
+	cc.checkXargsOptions(argv)
 }
 
 // viaXargs says the program runs under xargs: standard input's words are added to its
 // arguments, and with -I each line replaces a string in them.
 type viaXargs struct {
 	replace string
+	from    int // the argv index of the first item of the command xargs runs
 }
 
 // codeCheck is the check of one command's argv: stdinVar says its standard input has
@@ -230,6 +232,12 @@ type viaXargs struct {
 type codeCheck struct {
 	stdinVar bool
 	report   func(idx int, format string, a ...any)
+	// final and finalAt are where the last programOf found the program that runs (in
+	// env -S's split line, the items it made); echo says it found xargs left with no
+	// program, which runs echo.
+	final   []item
+	finalAt int
+	echo    bool
 }
 
 // replaced says s, literal text of an item that via (an xargs, or nil) runs, holds the
@@ -256,6 +264,7 @@ func (cc *codeCheck) programOf(items []item, via *viaXargs) (int, *viaXargs) {
 			if cc.xargsWords(via) && (prev == "" || !wrappers[prev].xargs) {
 				cc.report(-1, "stdin goes to xargs, whose first word of it becomes the program that runs, so it cannot have placeholders: a call must never choose which program runs; name the program in argv and let xargs add the values after it")
 			}
+			cc.echo = prev != "" && wrappers[prev].xargs
 			return -1, via
 		}
 		s, ok := items[i].lit()
@@ -273,6 +282,7 @@ func (cc *codeCheck) programOf(items []item, via *viaXargs) (int, *viaXargs) {
 		name := path.Base(s)
 		w := wrappers[name]
 		if w == nil {
+			cc.final, cc.finalAt = items, i
 			return i, via
 		}
 		// Wrappers are followed up to maxWrappers deep; past that the program is not
@@ -370,6 +380,12 @@ func (cc *codeCheck) programOf(items []item, via *viaXargs) (int, *viaXargs) {
 				j++
 			default:
 				break options
+			}
+		}
+		if w.xargs {
+			via.from = len(items)
+			if j < len(items) {
+				via.from = items[j].idx
 			}
 		}
 		j += w.operands
@@ -701,7 +717,7 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 
 // xargsShellExample is the safe form of a shell under xargs: the code is written out and
 // the words xargs adds are its positional parameters.
-const xargsShellExample = `[xargs, sh, -c, 'for p; do grep -e "$p" /var/log/app.log; done', sh]`
+const xargsShellExample = `[xargs, sh, -c, 'for p; do grep -e "$p" /var/log/app.log; done', --]`
 
 // checkPwsh reports placeholders after PowerShell's -Command (or -EncodedCommand),
 // which joins every item after it into the code it runs. For the program that runs

@@ -74,7 +74,9 @@ func (rn *runner) call(ctx context.Context, tool *Tool, values map[string]any) R
 // When it ends, times out or the call is cancelled, the whole group is killed.
 func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool) {
 	argv := make([]string, len(c.Argv))
-	options := true // before a literal "--", an argument starting with '-' is an option
+	// Before a literal "--" that the program which finally runs reads, an argument
+	// starting with '-' is an option (dashes.go).
+	opts := optionsEnd(c.Argv, c.Stdin != nil && !c.Stdin.Literal())
 	for i, t := range c.Argv {
 		v, err := t.expand(a, func(param, v string) (string, error) {
 			if strings.ContainsRune(v, 0) {
@@ -85,11 +87,8 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 		if err != nil {
 			return errorResult("refused: %v", err), false
 		}
-		if i > 0 && options && strings.HasPrefix(v, "-") && !strings.HasPrefix(t.litPrefix(), "-") {
-			return errorResult("refused: %v", refuse(t.firstParam(), "starts with '-', and here it would be read as an option of %s; the template can put \"--\" before it to pass such values", argv[0])), false
-		}
-		if i > 0 && t.Literal() && v == "--" {
-			options = false
+		if err := opts.dashRefusal(i, t, v); err != nil {
+			return errorResult("refused: %v", err), false
 		}
 		argv[i] = v
 	}
