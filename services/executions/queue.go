@@ -126,13 +126,14 @@ func (s *Service) forgetRunner(ctx context.Context, id string) {
 }
 
 // clearRunner forgets the runner recorded on execution id, in q; with onlyIf given,
-// only when that is the runner recorded.
+// only when that is the runner recorded. updated_at says when: a sweep leaves a job
+// still marked running alone for pickupGrace after its runner let it go (settleOrphans).
 func clearRunner(ctx context.Context, q db.Querier, id, onlyIf string) error {
 	var err error
 	if onlyIf == "" {
-		_, err = q.Exec(ctx, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL WHERE id = $1`, id)
+		_, err = q.Exec(ctx, `/* executions.runner.forget */ UPDATE executions SET runner_id = NULL, updated_at = now() WHERE id = $1`, id)
 	} else {
-		_, err = q.Exec(ctx, `/* executions.runner.forget_own */ UPDATE executions SET runner_id = NULL
+		_, err = q.Exec(ctx, `/* executions.runner.forget_own */ UPDATE executions SET runner_id = NULL, updated_at = now()
 			WHERE id = $1 AND runner_id = $2::uuid`, id, onlyIf)
 	}
 	if err != nil {

@@ -87,12 +87,13 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	// Two arms, each an index's: the unfinished executions, and the cancelled ones (or
 	// whose rollback was cancelled, rollback_failed) with a step still running (from the
 	// running steps, tool_calls_running_idx, not from every execution ever cancelled).
-	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT id, runner, step_running FROM (
+	rows, err := s.pool.Query(ctx, `/* executions.unfinished */ SELECT id, runner, step_running, quiet FROM (
 		SELECT e.id, coalesce(e.runner_id::text, '') AS runner, e.created_at,
-			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running') AS step_running
+			EXISTS (SELECT 1 FROM tool_calls c WHERE c.execution_id = e.id AND c.status = 'running') AS step_running,
+			extract(epoch FROM now() - e.updated_at)::float8 AS quiet
 		FROM executions e WHERE e.status IN ('executing', 'rolling_back')
 		UNION
-		SELECT e.id, coalesce(e.runner_id::text, ''), e.created_at, true
+		SELECT e.id, coalesce(e.runner_id::text, ''), e.created_at, true, extract(epoch FROM now() - e.updated_at)::float8
 		FROM (SELECT DISTINCT execution_id FROM tool_calls WHERE status = 'running') r
 		JOIN executions e ON e.id = r.execution_id WHERE e.status IN ('cancelled', 'rollback_failed')
 		) u ORDER BY created_at`)
@@ -102,10 +103,14 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 	type orphan struct {
 		id, runner  string
 		stepRunning bool
+		quiet       time.Duration // since the row last changed (updated_at): the runner forgotten, say
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (orphan, error) {
 		var o orphan
-		return o, r.Scan(&o.id, &o.runner, &o.stepRunning)
+		var quiet float64
+		err := r.Scan(&o.id, &o.runner, &o.stepRunning, &quiet)
+		o.quiet = time.Duration(quiet * float64(time.Second))
+		return o, err
 	})
 	if err != nil {
 		return fmt.Errorf("executions: unfinished: %w", err)
@@ -131,8 +136,15 @@ func (s *Service) settleOrphans(ctx context.Context, sweep bool) error {
 		// Past pickupGrace, that replica died first (River never rescues a run job: it has
 		// no timeout), and it is settled and queued again; the lock still keeps out a
 		// runner that was merely slow.
+		//
+		// Nor is one whose runner was forgotten less than pickupGrace ago: a live runner
+		// that lets its job go (snoozed for a rate limit: waitForLimit; failed, for River
+		// to retry: forgetRunner) frees the lock before River records the job's end, its
+		// row marked running meanwhile with the old pickup's time. Discarded then, the
+		// job's wait was skipped by the one queued instead. A picker that died picked
+		// its job up after the runner was last forgotten, so this delays no settling.
 		picked, isRunning := running[o.id]
-		if sweep && o.runner == "" && isRunning && picked < pickupGrace {
+		if sweep && o.runner == "" && isRunning && (picked < pickupGrace || o.quiet < pickupGrace) {
 			continue
 		}
 		// No job at all, not even one marked running, and no step running: its runner,
@@ -687,9 +699,17 @@ func (s *Service) stopDuring(ctx context.Context, ex *Execution, st Step, callID
 func (s *Service) handOverWaiting(ctx context.Context, ex *Execution, st Step, callID string) (handed bool, err error) {
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
 		handed = false
+		// Its questions locked, as an answer locks them (grants.RespondAs): an answer
+		// committing meanwhile is read here, and one coming later finds the question
+		// cancelled. Read unlocked, an answer committed between this look and the cancel
+		// below was lost, its grant live, and the person asked again. The step's row is
+		// locked before them, in the order interruptSteps takes the two.
+		if _, err := tx.Exec(ctx, `/* executions.step.hand_over.lock */ SELECT 1 FROM tool_calls WHERE id = $1 FOR UPDATE`, st.ID); err != nil {
+			return fmt.Errorf("executions: lock a waiting step: %w", err)
+		}
 		var answered bool
-		if err := tx.QueryRow(ctx, `/* executions.step.hand_over.answered */ SELECT EXISTS (SELECT 1 FROM collaborations
-			WHERE execution_id = $1 AND call_id = $2 AND status IN ('answered', 'declined'))`, ex.ID, callID).Scan(&answered); err != nil {
+		if err := tx.QueryRow(ctx, `/* executions.step.hand_over.answered */ SELECT coalesce(bool_or(status IN ('answered', 'declined')), false)
+			FROM (SELECT status FROM collaborations WHERE execution_id = $1 AND call_id = $2 FOR UPDATE) q`, ex.ID, callID).Scan(&answered); err != nil {
 			return fmt.Errorf("executions: was a waiting step answered: %w", err)
 		}
 		if answered {

@@ -265,6 +265,7 @@ func TestSweepQueuesAJobWhosePickerDied(t *testing.T) {
 		testkit.Exec(t, e.pool, `UPDATE executions SET status = 'executing', runner = '', runner_id = NULL WHERE id = $1`, ex.ID)
 		testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - $2::interval,
 			attempted_by = ARRAY['replica-a'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID, ago)
+		e.forgottenBefore(ex.ID, ago)
 		return ex.ID
 	}
 	// Created first, so a sweep that queued the other went past it.
@@ -324,6 +325,7 @@ func TestSweepQueuesARollbackWhosePickerDied(t *testing.T) {
 	// Replica d picks the rollback's job up and dies before it records itself.
 	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '10 minutes',
 		attempted_by = ARRAY['replica-d'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text AND state = 'available'`, ex.ID)
+	e.forgottenBefore(ex.ID, "10 minutes")
 
 	svc := e.sweeper("cccccccc-cccc-4ccc-8ccc-cccccccccccc", func(string) bool { return true })
 	testkit.WaitFor(t, 20*time.Second, func() bool { return jobs(ex.ID, "available") == 1 },
@@ -358,6 +360,7 @@ func TestSweepQueuesASnoozedJobWhosePickerDied(t *testing.T) {
 	// River snoozes the job; replica e picks it up later and dies before it records itself.
 	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 2, attempted_at = now() - interval '10 minutes',
 		attempted_by = ARRAY['replica-b', 'replica-e'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
+	e.forgottenBefore(ex.ID, "10 minutes")
 	jobs := func(state string) int {
 		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
 			AND state::text = $2`, ex.ID, state)
@@ -391,6 +394,7 @@ func TestSweepQueuesARetriedJobWhosePickerDied(t *testing.T) {
 	// River retries the job; replica e picks it up and dies before it records itself.
 	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 2, attempted_at = now() - interval '10 minutes',
 		attempted_by = ARRAY['replica-f', 'replica-e'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
+	e.forgottenBefore(ex.ID, "10 minutes")
 	jobs := func(state string) int {
 		return e.count(`SELECT count(*) FROM river_job WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text
 			AND state::text = $2`, ex.ID, state)
@@ -403,4 +407,12 @@ func TestSweepQueuesARetriedJobWhosePickerDied(t *testing.T) {
 	}
 	e.run(svc)
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
+
+// forgottenBefore dates the last change of execution id (its runner forgotten, its
+// phase queued) just before a pickup faked as made ago: a job is picked up only after
+// it was queued, and the sweep leaves one whose runner was just forgotten alone.
+func (e *env) forgottenBefore(id, ago string) {
+	e.t.Helper()
+	testkit.Exec(e.t, e.pool, `UPDATE executions SET updated_at = now() - $2::interval - interval '1 second' WHERE id = $1`, id, ago)
 }
