@@ -161,16 +161,20 @@ func (cr *callRecord) usageEntry(success bool, code string, response, errJSON js
 	return u
 }
 
+// approvalOf is what let call c of e through, as approve and consent decide it: a
+// step's execution, the policy for LOW, a confirm for MEDIUM, the phrase for HIGH.
+// Read from the level, not from what c carries: a MEDIUM call that also carries a
+// phrase (the test panel keeps one typed for another operation) ran on its confirm.
 func approvalOf(c Call, e *entry) string {
 	switch {
-	case c.Approval.Execution != "":
+	case c.Approval.Execution != "" && c.Source == SourceExecution:
 		return "execution:" + c.Approval.Execution
 	case e.risk.Level == risk.Low:
 		return "policy"
-	case c.Approval.Phrase != "":
-		return "phrase"
+	case e.risk.Level == risk.Medium:
+		return "confirmed"
 	}
-	return "confirmed"
+	return "phrase"
 }
 
 // commit is how the call's records may commit: asynchronously for a LOW call, whose

@@ -116,19 +116,21 @@ func (a checkedArgs) recorded(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// check is what Call and Prepare share: parse, resolve, pin, admit, merge and
+// check is what Call and Prepare share: resolve, parse, pin, admit, merge and
 // validate. The entry is nil when the name did not resolve; an error with an entry
-// is a refusal of that tool.
+// is a refusal of that tool. The name is resolved first (it never depends on the
+// arguments), so arguments that are not a JSON object are a refusal of the tool named,
+// recorded as one.
 func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error) {
-	args, err := parseArguments(c.Arguments)
-	if err != nil {
-		return nil, checkedArgs{}, err
-	}
 	res, err := r.resolve(ctx, c.Tool)
 	if err != nil {
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
+	args, err := parseArguments(c.Arguments)
+	if err != nil {
+		return e, checkedArgs{}, err
+	}
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}

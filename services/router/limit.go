@@ -1,6 +1,7 @@
 package router
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -83,6 +84,41 @@ func take(lims ...*rate.Limiter) (time.Duration, int) {
 		rs = append(rs, r)
 	}
 	return 0, -1
+}
+
+// spent is the rate_limited answer to a call whose caller has no call left and whose
+// tool the snapshot does not hold, else nil. Every way through Call spends one of its
+// caller's calls, so the call would be answered so anyway; answered before its name is
+// looked up, a caller looping on names that resolve to nothing (never kept) cannot
+// load the database past its limit. A name the snapshot holds costs no query and goes
+// the usual way, whose answer says more.
+func (r *Router) spent(ref, key string) *Error {
+	lim := r.users.get(key)
+	if lim == nil {
+		return nil
+	}
+	wait := untilToken(lim)
+	if wait <= 0 {
+		return nil
+	}
+	if _, _, held := r.cache.lookup(strings.TrimSpace(ref)); held {
+		return nil
+	}
+	rl := fail(CodeRateLimited, "you have made too many calls; try again in %s", wait.Round(time.Millisecond))
+	rl.RetryAfter = wait
+	return rl
+}
+
+// untilToken is how long until lim has a token, 0 when it has one now; it spends none.
+func untilToken(lim *rate.Limiter) time.Duration {
+	short := 1 - lim.Tokens()
+	if short <= 0 {
+		return 0
+	}
+	if lim.Limit() <= 0 {
+		return time.Minute
+	}
+	return max(time.Millisecond, time.Duration(short/float64(lim.Limit())*float64(time.Second)))
 }
 
 // toolLimiters keeps each tool's limiter by tool id, however the tool was named, and

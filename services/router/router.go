@@ -445,8 +445,22 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	if _, err := uuid.Parse(callID); err != nil || callID == "" {
 		callID = uuid.NewString()
 	}
+	key := userKey(c.Actor)
+	if re := r.spent(c.Tool, key); re != nil {
+		return nil, re.call(callID)
+	}
 	e, args, err := r.check(ctx, c)
 	if e == nil {
+		// A name that resolves to no tool has nothing to record against, but its
+		// look-ups cost the database several queries: it spends a call like any refusal.
+		if re := (*Error)(nil); errors.As(err, &re) && re.Code != CodeRateLimited {
+			if wait, which := take(r.users.get(key)); which >= 0 {
+				rl := fail(CodeRateLimited, "you have made too many calls that were refused; try again in %s (this one: %s)",
+					wait.Round(time.Millisecond), re.Message)
+				rl.RetryAfter = wait
+				err = rl
+			}
+		}
 		return nil, withCall(err, callID)
 	}
 	rec := &callRecord{r: r, c: c, id: callID, e: e, args: args.recorded(c.Arguments), start: start}
@@ -459,7 +473,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		if pre := r.preflight(ctx, e, c, callID, raw); pre != nil {
 			// Refused instead of asked for: audited as the refusal of a risky call it is.
 			err, rec.auditRefusal = pre, true
-		} else if wait, which := take(r.users.get(userKey(c.Actor))); which >= 0 {
+		} else if wait, which := take(r.users.get(key)); which >= 0 {
 			// A call that asks for approval counts against its user's rate like any: an
 			// agent looping on a risky tool is slowed, not given a refusal (and its
 			// record) as fast as it can ask.
@@ -474,7 +488,7 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 		return nil, rec.refused(ctx, err)
 	}
 	rec.selfApproved, rec.vetting = self, vet
-	if wait, which := take(r.users.get(userKey(c.Actor)), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
+	if wait, which := take(r.users.get(key), r.toolL.get(e.t.ID, e.t.RateLimit)); which >= 0 {
 		who := "you have"
 		if which == 1 {
 			who = e.t.QualifiedName() + " has"
