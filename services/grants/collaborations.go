@@ -18,6 +18,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 )
 
@@ -242,8 +243,8 @@ func (s *Service) Ask(ctx context.Context, q Question) (Collaboration, error) {
 			return fmt.Errorf("grants: ask: %w", err)
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: asker, Action: "collaboration.request", TargetType: "collaboration",
-			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"conversation_id": c.ConversationID,
-				"authorize_operation": c.AuthorizeOperation, "target": c.Target, "call_id": c.CallID, "execution_id": c.ExecutionID}}); err != nil {
+			TargetID: c.ID, TargetName: promptName(c.Prompt), Payload: map[string]any{"conversation_id": c.ConversationID,
+				"authorize_operation": masked(c.AuthorizeOperation), "target": masked(c.Target), "call_id": c.CallID, "execution_id": c.ExecutionID}}); err != nil {
 			return err
 		}
 		_, err = events.CollaborationRequested.Publish(ctx, tx, UserTopic(c.UserID), c.event())
@@ -313,10 +314,10 @@ func (s *Service) cancel(ctx context.Context, asker audit.Actor, id string, caus
 		}
 		reason := "the caller stopped waiting"
 		if cause != nil {
-			reason += ": " + cause.Error()
+			reason += ": " + masked(cause.Error())
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: asker, Action: "collaboration.cancel", TargetType: "collaboration",
-			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: map[string]any{"reason": reason}}); err != nil {
+			TargetID: c.ID, TargetName: promptName(c.Prompt), Payload: map[string]any{"reason": reason}}); err != nil {
 			return err
 		}
 		_, err = events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event())
@@ -356,7 +357,7 @@ func cancelPendingTx(ctx context.Context, tx pgx.Tx, where string, args []any, a
 	}
 	for _, c := range ended {
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "collaboration.cancel", TargetType: "collaboration",
-			TargetID: c.ID, TargetName: clip(c.Prompt, 80), Payload: payload(c)}); err != nil {
+			TargetID: c.ID, TargetName: promptName(c.Prompt), Payload: payload(c)}); err != nil {
 			return nil, err
 		}
 		if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
@@ -467,7 +468,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 			return fmt.Errorf("grants: respond: %w", err)
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: by, Action: action, TargetType: "collaboration", TargetID: c.ID,
-			TargetName: clip(c.Prompt, 80), Payload: map[string]any{"response": response, "approved": verdict == Approve,
+			TargetName: promptName(c.Prompt), Payload: map[string]any{"response": masked(response), "approved": verdict == Approve,
 				"grant_id": grantID}}); err != nil {
 			return err
 		}
@@ -541,7 +542,7 @@ func (s *Service) expireUnanswered(ctx context.Context) error {
 		}
 		for _, c := range ended {
 			e := audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
-				TargetID: c.ID, TargetName: clip(c.Prompt, 80)}
+				TargetID: c.ID, TargetName: promptName(c.Prompt)}
 			if c.Status == StatusCancelled {
 				e.Action, e.Payload = "collaboration.cancel", map[string]any{"reason": "nobody waits for the answer any more (the caller's process ended)"}
 			}
@@ -555,6 +556,16 @@ func (s *Service) expireUnanswered(ctx context.Context) error {
 		return nil
 	})
 }
+
+// masked is s as an audit row may hold it: the append-only log keeps no secret value
+// (docs/audit.md), so a credential an agent or a person wrote into a question, an
+// answer or a target is masked there, as the router masks a call's own records. The
+// question's and the grant's rows keep the words: their person reads them.
+func masked(s string) string { return usage.RedactText(s) }
+
+// promptName is a question's prompt as an audit row names it: masked before it is
+// clipped, since a clipped credential may no longer be recognised as one.
+func promptName(prompt string) string { return clip(masked(prompt), 80) }
 
 func clip(s string, n int) string {
 	r := []rune(s)

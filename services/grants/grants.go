@@ -223,8 +223,8 @@ func (s *Service) CreateTx(ctx context.Context, tx pgx.Tx, sp Spec) (Grant, erro
 		return Grant{}, fmt.Errorf("grants: create: %w", err)
 	}
 	if _, err := audit.Append(ctx, tx, audit.Entry{Actor: sp.By, Action: "grant.create", TargetType: "grant", TargetID: g.ID,
-		TargetName: g.Operation, Payload: map[string]any{"conversation_id": g.ConversationID, "operation": g.Operation,
-			"target": g.Target, "one_time": g.OneTime, "expires_at": g.ExpiresAt, "collaboration_id": sp.CollaborationID}}); err != nil {
+		TargetName: masked(g.Operation), Payload: map[string]any{"conversation_id": g.ConversationID, "operation": masked(g.Operation),
+			"target": masked(g.Target), "one_time": g.OneTime, "expires_at": g.ExpiresAt, "collaboration_id": sp.CollaborationID}}); err != nil {
 		return Grant{}, err
 	}
 	if err := announce(ctx, tx, events.GrantCreated, g); err != nil {
@@ -272,8 +272,8 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 		if err == nil {
 			allowed, anyTarget = true, g.Target == ""
 			_, err = audit.Append(ctx, tx, audit.Entry{Actor: user, Action: "grant.use", TargetType: "grant", TargetID: g.ID,
-				TargetName: g.Operation, Payload: map[string]any{"conversation_id": conversation, "operation": normalize(operation),
-					"target": target, "one_time": g.OneTime, "uses": g.Uses, "call_id": callID}})
+				TargetName: masked(g.Operation), Payload: map[string]any{"conversation_id": conversation, "operation": masked(normalize(operation)),
+					"target": masked(target), "one_time": g.OneTime, "uses": g.Uses, "call_id": callID}})
 			if err != nil {
 				return err
 			}
@@ -295,8 +295,8 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 			return fmt.Errorf("grants: look for a used grant: %w", err)
 		}
 		_, err = audit.Append(ctx, tx, audit.Entry{Actor: user, Action: "grant.reuse", TargetType: "grant", TargetID: used.ID,
-			TargetName: used.Operation, Result: audit.ResultDenied, Payload: map[string]any{"conversation_id": conversation,
-				"operation": normalize(operation), "target": target, "reason": "a one-time grant was already used"}})
+			TargetName: masked(used.Operation), Result: audit.ResultDenied, Payload: map[string]any{"conversation_id": conversation,
+				"operation": masked(normalize(operation)), "target": masked(target), "reason": "a one-time grant was already used"}})
 		return err
 	})
 	return allowed, anyTarget, err
@@ -451,8 +451,8 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 			return fmt.Errorf("grants: revoke: %w", err)
 		}
 		if _, err := audit.Append(ctx, tx, audit.Entry{Actor: by, Action: "grant.revoke", TargetType: "grant", TargetID: g.ID,
-			TargetName: g.Operation, Payload: map[string]any{"conversation_id": g.ConversationID, "operation": g.Operation,
-				"target": g.Target}}); err != nil {
+			TargetName: masked(g.Operation), Payload: map[string]any{"conversation_id": g.ConversationID, "operation": masked(g.Operation),
+				"target": masked(g.Target)}}); err != nil {
 			return err
 		}
 		return announce(ctx, tx, events.GrantRevoked, g)
@@ -464,7 +464,7 @@ func (s *Service) Revoke(ctx context.Context, by audit.Actor, id string, onlyOwn
 // too, so a second use of a one-time grant is recognised until they expire, and the
 // ended list shows them for that day), marks questions nobody answered within
 // Unanswered as expired, and removes questions ended QuestionsKept ago (the audit log
-// keeps what each was asked and answered). It returns the grants removed.
+// keeps what each was asked and answered, credentials masked). It returns the grants removed.
 func (s *Service) Prune(ctx context.Context) (int64, error) {
 	tag, err := s.pool.Exec(ctx, `/* grants.Prune */ DELETE FROM grants WHERE expires_at <= `+ago(1, 2), s.at(), EndedKept.Seconds())
 	if err != nil {
