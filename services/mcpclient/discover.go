@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -202,7 +203,7 @@ func listToolsSkipping(ctx context.Context, cs *mcp.ClientSession, lim listLimit
 	var convErr error     // the first conversion that panicked
 	var size atomic.Int64 // bytes of the definitions converted so far
 	defer wg.Wait()
-	seen := map[string]bool{}
+	seen := newCursorSet()
 	cursor := ""
 	pages, total := 0, 0
 	for {
@@ -296,18 +297,39 @@ func (l listLimits) pageTimeout() time.Duration {
 
 // next checks a page's next cursor before it is followed: not too long, not one seen
 // already (an endless loop), not past the page limit; seen records it.
-func (l listLimits) next(seen map[string]bool, cursor string, pages int) error {
+func (l listLimits) next(seen *cursorSet, cursor string, pages int) error {
 	switch {
 	case len(cursor) > maxCursor:
 		return fmt.Errorf("gave a cursor of %d bytes after %d pages (at most %d): stopped", len(cursor), pages, maxCursor)
-	case seen[cursor]:
+	case seen.has(cursor):
 		return fmt.Errorf("repeated cursor %q after %d pages: stopped to avoid an endless loop", cursor, pages)
 	case pages >= l.maxPages:
 		return fmt.Errorf("still paging after %d pages: stopped", pages)
 	}
-	seen[cursor] = true
+	seen.add(cursor)
 	return nil
 }
+
+// cursorSet is the cursors one listing followed, each kept as a 64-bit hash under a
+// seed of the listing's own rather than as itself: Options.MaxPages (10,000) cursors
+// of maxCursor bytes would hold 40 MiB, outside every byte budget of the listing. A
+// server cannot aim for a collision without the seed; a chance one (under 1 in 10^11
+// at 10,000 pages) ends the listing as a loop would.
+type cursorSet struct {
+	seed maphash.Seed
+	seen map[uint64]struct{}
+}
+
+func newCursorSet() *cursorSet {
+	return &cursorSet{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}}
+}
+
+func (s *cursorSet) has(cursor string) bool {
+	_, ok := s.seen[maphash.String(s.seed, cursor)]
+	return ok
+}
+
+func (s *cursorSet) add(cursor string) { s.seen[maphash.String(s.seed, cursor)] = struct{}{} }
 
 // toolDef is t as stored, its NULs replaced (textcheck.Storable, StorableJSON).
 func toolDef(t *mcp.Tool) registry.ToolDef {
@@ -536,7 +558,7 @@ func cutNote(cut string, leftOut int, kind, key string) string {
 // stopped before the end, why.
 func listSome[T any](ctx context.Context, lim listLimits, page func(context.Context, string) ([]T, string, error), short func(T) T) ([]T, string) {
 	out := []T{}
-	seen := map[string]bool{}
+	seen := newCursorSet()
 	cursor := ""
 	size, stored := 0, 0
 	for pages := 1; ; pages++ {

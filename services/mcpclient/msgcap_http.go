@@ -371,8 +371,9 @@ const (
 // scanned as it comes; an event that grows past the cap, or whose data holds more than
 // maxMessageValues values, is scanned to its end without being kept: a response
 // becomes an event carrying the error response for its id, anything else is dropped.
-// The stream itself goes on, and so does the session. Comments and fields the SDK ignores are dropped as they come,
-// at any length. Lines are passed on as "field:value", which the SDK reads as the
+// An event whose data the SDK could not decode (not JSON: see readable) is dropped
+// too. The stream itself goes on, and so does the session. Comments and fields the
+// SDK ignores are dropped as they come, at any length. Lines are passed on as "field:value", which the SDK reads as the
 // original.
 type eventReader struct {
 	src io.ReadCloser
@@ -631,6 +632,47 @@ func (e *eventReader) dispatch() {
 	if len(e.ev) == 0 {
 		return // only comments
 	}
+	if data, ok := e.decodable(); !ok {
+		// Dropped, and the stream goes on: the SDK would end the session on it.
+		e.lim.notJSON(data[:min(len(data), strayKeep)], int64(len(data)))
+		e.ev = e.ev[:0]
+		return
+	}
 	e.out = append(e.ev, '\n')
 	e.ev = e.ev[:0]
+}
+
+// decodable checks the kept event's data as the SDK will read it (each data line
+// trimmed, joined by newlines), and returns it: ok is false when the SDK would try to
+// decode it and could not (readable). An event without data is not decoded, nor is
+// an SSE server's "endpoint" event, whose data is a URL. An event of several data
+// lines is joined into a copy to be checked (within the cap, and rare: the SDKs write
+// one).
+func (e *eventReader) decodable() (data []byte, ok bool) {
+	var name []byte
+	lines := 0
+	for rest := e.ev; len(rest) > 0; {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		field, value, _ := bytes.Cut(line, []byte{':'})
+		switch string(field) {
+		case "event":
+			name = bytes.TrimSpace(value)
+		case "data":
+			value = bytes.TrimSpace(value)
+			lines++
+			switch lines {
+			case 1:
+				data = value
+			case 2:
+				data = append(append(append([]byte(nil), data...), '\n'), value...)
+			default:
+				data = append(append(data, '\n'), value...)
+			}
+		}
+	}
+	if len(data) == 0 || string(name) == "endpoint" {
+		return data, true
+	}
+	return data, readable(data, &e.scan)
 }

@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -168,7 +169,9 @@ func (p *process) Close() error {
 // lim.max bytes of it; a longer one, or one of more than maxMessageValues values, is
 // scanned to its end without being kept and replaced by what lim.dropped says. So
 // memory stays within the cap (plus the read buffer) whatever the server writes, and
-// the session goes on after an oversized message.
+// the session goes on after an oversized message. What the SDK could not decode (a
+// banner, a log line: see readable) is dropped with the rest of its line, and the
+// session goes on too.
 type frameReader struct {
 	src  io.Reader
 	lim  msgLimit
@@ -182,6 +185,10 @@ type frameReader struct {
 	msg   []byte
 	scan  scanner
 	out   []byte // ready for the SDK
+
+	stray     bool   // dropping the rest of a line that is not a message
+	strayText []byte // its first strayKeep bytes, for lim.notJSON
+	straySeen int64  // its bytes so far
 
 	peak int // the largest capacity msg reached, for tests
 }
@@ -198,6 +205,9 @@ func (f *frameReader) Read(p []byte) (int, error) {
 			continue
 		}
 		if f.err != nil {
+			if f.stray {
+				f.endStray() // the last line, without a newline
+			}
 			return 0, f.err
 		}
 		if !f.inMsg && cap(f.msg) > keepBuffer {
@@ -214,6 +224,10 @@ func (f *frameReader) Read(p []byte) (int, error) {
 // step scans the unread input up to the end of the current message, or all of it.
 func (f *frameReader) step() {
 	chunk := f.in[f.r:f.w]
+	if f.stray {
+		f.skipStray(chunk)
+		return
+	}
 	if !f.inMsg {
 		// Whitespace between messages is dropped: each message goes on with one newline.
 		i := 0
@@ -225,6 +239,12 @@ func (f *frameReader) step() {
 			return
 		}
 		chunk = chunk[i:]
+		if c := chunk[0]; c != '{' && c != '[' {
+			// No message starts so (readable): a banner or a log line, dropped whole
+			// rather than handed on a word at a time.
+			f.startStray(nil)
+			return
+		}
 		f.inMsg, f.over, f.seen = true, false, 0
 		f.msg = f.msg[:0]
 		f.scan.reset()
@@ -252,6 +272,43 @@ func (f *frameReader) step() {
 		}
 		return
 	}
+	if !readable(f.msg, &f.scan) {
+		// Dropped with the rest of its line: "[INFO] listening" is one log line.
+		f.startStray(f.msg)
+		return
+	}
 	f.msg = append(f.msg, '\n')
 	f.out = f.msg
+}
+
+// startStray begins dropping a line that is not a message; start is what of it was
+// read already.
+func (f *frameReader) startStray(start []byte) {
+	f.stray, f.straySeen = true, int64(len(start))
+	f.strayText = append(f.strayText[:0], start[:min(len(start), strayKeep)]...)
+}
+
+// skipStray drops the line being dropped up to its newline, within chunk or all of it.
+func (f *frameReader) skipStray(chunk []byte) {
+	line := chunk
+	end := bytes.IndexByte(chunk, '\n')
+	if end >= 0 {
+		line = chunk[:end]
+	}
+	f.straySeen += int64(len(line))
+	if room := strayKeep - len(f.strayText); room > 0 {
+		f.strayText = append(f.strayText, line[:min(room, len(line))]...)
+	}
+	if end < 0 {
+		f.r = f.w
+		return
+	}
+	f.r += end + 1
+	f.endStray()
+}
+
+// endStray reports the line dropped.
+func (f *frameReader) endStray() {
+	f.stray = false
+	f.lim.notJSON(f.strayText, f.straySeen)
 }

@@ -11,10 +11,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/toolwarden/toolwarden/internal/loglimit"
+	"github.com/toolwarden/toolwarden/services/registry"
 )
 
 // testLimit is a cap of max bytes for server "srv" whose log goes to the returned buffer.
@@ -120,11 +124,11 @@ func TestFrameReader(t *testing.T) {
 	}{
 		{"messages pass", `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/x"}` + "\r\n",
 			`{"jsonrpc":"2.0","id":1,"result":{}}` + "\n" + `{"jsonrpc":"2.0","method":"notifications/x"}` + "\n", ""},
-		{"whitespace between messages goes", "  \n{\"id\":1}\r\n\r\n\t{\"id\":2}", "{\"id\":1}\n{\"id\":2}\n", ""},
-		{"a message over several lines stays one", "{\n\"id\": 1,\n\"result\": [1,\n2]\n}\n", "{\n\"id\": 1,\n\"result\": [1,\n2]\n}\n", ""},
-		{"strings that look like structure pass", `{"id":1,"result":"` + tricky + `"}`, `{"id":1,"result":"` + tricky + `"}` + "\n", ""},
-		{"exactly the cap passes", `{"id":1,"result":"` + pad(max-20) + `"}`, `{"id":1,"result":"` + pad(max-20) + `"}` + "\n", ""},
-		{"one byte over is replaced", `{"id":1,"result":"` + pad(max-19) + `"}`, errFor("1"), "result_too_large"},
+		{"whitespace between messages goes", "  \n{\"jsonrpc\":\"2.0\",\"id\":1}\r\n\r\n\t{\"jsonrpc\":\"2.0\",\"id\":2}", "{\"jsonrpc\":\"2.0\",\"id\":1}\n{\"jsonrpc\":\"2.0\",\"id\":2}\n", ""},
+		{"a message over several lines stays one", "{\n\"jsonrpc\":\"2.0\",\"id\": 1,\n\"result\": [1,\n2]\n}\n", "{\n\"jsonrpc\":\"2.0\",\"id\": 1,\n\"result\": [1,\n2]\n}\n", ""},
+		{"strings that look like structure pass", `{"jsonrpc":"2.0","id":1,"result":"` + tricky + `"}`, `{"jsonrpc":"2.0","id":1,"result":"` + tricky + `"}` + "\n", ""},
+		{"exactly the cap passes", `{"jsonrpc":"2.0","id":1,"result":"` + pad(max-36) + `"}`, `{"jsonrpc":"2.0","id":1,"result":"` + pad(max-36) + `"}` + "\n", ""},
+		{"one byte over is replaced", `{"jsonrpc":"2.0","id":1,"result":"` + pad(max-35) + `"}`, errFor("1"), "result_too_large"},
 		{"response with the id first", `{"jsonrpc":"2.0","id":7,"result":{"text":"` + pad(1000) + `"}}` + "\n", errFor("7"), "result_too_large"},
 		{"response with the id last", `{"result":{"content":[{"type":"text","text":"` + pad(1000) + `"}]},"jsonrpc":"2.0","id":12}` + "\r\n",
 			errFor("12"), "result_too_large"},
@@ -137,7 +141,16 @@ func TestFrameReader(t *testing.T) {
 		{"server request", `{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage","params":{"x":"` + pad(1000) + `"}}`, "", "sampling/createMessage"},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"result":"` + pad(1000) + `"}]`, "", "dropped"},
 		{"deep nesting", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), "", "dropped"},
-		{"bare words pass on for the SDK to refuse", "hello world\n", "hello\nworld\n", ""},
+		// What the SDK could not decode is dropped, with the rest of its line, and logged.
+		{"a banner is dropped whole", "server listening on stdio\n", "", "not a JSON-RPC message"},
+		{"a log line in brackets", "[INFO] listening on stdio\n", "", "not a JSON-RPC message"},
+		{"braces around no JSON", "{not json}\n", "", "not a JSON-RPC message"},
+		{"JSON that is no message", "\"hello\"\n42\ntrue\nnull\n", "", "not a JSON-RPC message"},
+		{"a stray closer", "}\n", "", "not a JSON-RPC message"},
+		{"a log line in JSON (no jsonrpc key)", `{"level":"info","msg":"listening","id":1}` + "\n", "", "not a JSON-RPC message"},
+		{"junk after a message", `{"jsonrpc":"2.0","id":1} and more` + "\n", `{"jsonrpc":"2.0","id":1}` + "\n", "not a JSON-RPC message"},
+		{"a banner longer than the cap", pad(10*max) + "\n", "", "not a JSON-RPC message"},
+		{"a banner with CRLF", "ready\r\n", "", "not a JSON-RPC message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -191,18 +204,28 @@ func TestEventReader(t *testing.T) {
 		return fields + "data: " + string(lim.errorResponse([]byte(id))) + "\n\n"
 	}
 	big := pad(2000)
+	capped := `["` + pad(max-4) + `"]`                            // max bytes of JSON
+	half1, half2 := `["`+pad(max/2-4)+`",`, `"`+pad(max/2-4)+`"]` // max/2 and max/2-1 bytes, joined by the newline: max
 	const next = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":100,\"result\":{}}\n\n"
 	for _, tc := range []struct {
 		name, in, want, log string
 	}{
-		{"events pass", "event: message\nid: 0_1\ndata: {\"id\":1}\n\nretry: 10\n\n", "event: message\nid: 0_1\ndata: {\"id\":1}\n\nretry: 10\n\n", ""},
-		{"comments and unknown fields go", ": ping\nfoo: bar\ndata: x\n\n: alone\n\n", "data: x\n\n", ""},
-		{"CRLF lines", "data: a\r\ndata: b\r\n\r\n", "data: a\ndata: b\n\n", ""},
+		{"events pass", "event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\nretry: 10\n\n", "event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\nretry: 10\n\n", ""},
+		{"comments and unknown fields go", ": ping\nfoo: bar\ndata: {\"jsonrpc\":\"2.0\"}\n\n: alone\n\n", "data: {\"jsonrpc\":\"2.0\"}\n\n", ""},
+		{"CRLF lines", "data: [1,\r\ndata: 2]\r\n\r\n", "data: [1,\ndata: 2]\n\n", ""},
 		{"a field without a colon", "data\n\n", "data:\n\n", ""},
 		{"the endpoint event", "event: endpoint\ndata: /sse?sessionid=X\n\n", "event: endpoint\ndata: /sse?sessionid=X\n\n", ""},
-		{"data of the cap passes", "event: message\nid: 1\ndata: " + pad(max) + "\n\n", "event: message\nid: 1\ndata: " + pad(max) + "\n\n", ""},
-		{"data of the cap over two lines passes", "data: " + pad(max/2) + "\ndata:" + pad(max/2-1) + "\n\n",
-			"data: " + pad(max/2) + "\ndata:" + pad(max/2-1) + "\n\n", ""},
+		{"data of the cap passes", "event: message\nid: 1\ndata: " + capped + "\n\n", "event: message\nid: 1\ndata: " + capped + "\n\n", ""},
+		{"data of the cap over two lines passes", "data: " + half1 + "\ndata:" + half2 + "\n\n",
+			"data: " + half1 + "\ndata:" + half2 + "\n\n", ""},
+		// What the SDK could not decode is dropped, and the stream goes on.
+		{"data that is not JSON", "event: message\nid: 0_2\ndata: server says hello\n\n", "", "not a JSON-RPC message"},
+		{"data without an event name", "data: [INFO] ready\n\n", "", "not a JSON-RPC message"},
+		{"braces around no JSON", "data: {not json}\n\n", "", "not a JSON-RPC message"},
+		{"JSON that is no message", "data: 42\n\n", "", "not a JSON-RPC message"},
+		{"not JSON over two lines", "data: {\"id\":\ndata: }\n\n", "", "not a JSON-RPC message"},
+		{"an event of another name", "event: ping\ndata: hi\n\n", "", "not a JSON-RPC message"},
+		{"an event without data passes", "id: 0_7\n\n", "id: 0_7\n\n", ""},
 		{"one byte over is dropped", "data: " + pad(max+1) + "\n\n", "", "dropped"},
 		{"one byte over by the joining newline", "data: " + pad(max/2) + "\ndata: " + pad(max/2) + "\n\n", "", "dropped"},
 		{"many empty data lines", strings.Repeat("data:\n", 1000) + "\n", "", "dropped"},
@@ -218,9 +241,9 @@ func TestEventReader(t *testing.T) {
 		{"notification", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"m\":\"" + big + "\"}}\n\n", "", "notifications/progress"},
 		{"no id", "data: {\"jsonrpc\":\"2.0\",\"result\":\"" + big + "\"}\n\n", "", "dropped"},
 		{"a huge id field", "id: " + pad(2000) + "\ndata: {\"id\":3,\"result\":1}\n\n", errEvent("", "3"), "result_too_large"},
-		{"a huge comment", ": " + pad(100_000) + "\ndata: {\"id\":1}\n\n", "data: {\"id\":1}\n\n", ""},
-		{"a huge unknown field", "foo: " + pad(100_000) + "\ndata: {\"id\":1}\n\n", "data: {\"id\":1}\n\n", ""},
-		{"a huge field name", pad(100_000) + ": x\ndata: {\"id\":1}\n\n", "data: {\"id\":1}\n\n", ""},
+		{"a huge comment", ": " + pad(100_000) + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
+		{"a huge unknown field", "foo: " + pad(100_000) + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
+		{"a huge field name", pad(100_000) + ": x\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -249,8 +272,8 @@ func TestEventReader(t *testing.T) {
 func TestEventReaderUnterminated(t *testing.T) {
 	t.Parallel()
 	lim, _ := testLimit(512)
-	got, err := io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: {\"id\":1}")), lim))
-	if err != nil || string(got) != "data: {\"id\":1}\n\n" {
+	got, err := io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: {\"jsonrpc\":\"2.0\",\"id\":1}")), lim))
+	if err != nil || string(got) != "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n" {
 		t.Errorf("got %q, %v, want the event terminated", got, err)
 	}
 }
@@ -260,10 +283,10 @@ func TestEventReaderUnterminated(t *testing.T) {
 func TestEventReaderCRAtBufferEnd(t *testing.T) {
 	t.Parallel()
 	lim, _ := testLimit(64 << 10)
-	value := pad(eventBuffer - len("data: ") - 1) // the '\r' is the buffer's last byte
+	value := "[" + strings.Repeat(" ", eventBuffer-len("data: ")-2) // the '\r' is the buffer's last byte
 	for _, tc := range []struct{ in, want string }{
-		{"data: " + value + "\r\n\n", "data: " + value + "\n\n"},
-		{"data: " + value + "\rmore\n\n", "data: " + value + "\rmore\n\n"},
+		{"data: " + value + "\r\ndata: 1]\n\n", "data: " + value + "\ndata: 1]\n\n"},
+		{"data: " + value + "\r1]\n\n", "data: " + value + "\r1]\n\n"},
 	} {
 		got, err := io.ReadAll(newEventReader(io.NopCloser(strings.NewReader(tc.in)), lim))
 		if err != nil || string(got) != tc.want {
@@ -364,7 +387,7 @@ func TestCapTransport(t *testing.T) {
 			fmt.Fprintf(w, `{"jsonrpc":"2.0","result":{"text":%q}}`, huge) // no id: it must come from the request
 		case "/sse":
 			w.Header().Set("Content-Type", "Text/Event-Stream")
-			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":%q}\n\ndata: {\"id\":4,\"result\":1}\n\n", huge)
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":%q}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":1}\n\n", huge)
 		default:
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = io.WriteString(w, huge)
@@ -390,7 +413,7 @@ func TestCapTransport(t *testing.T) {
 		got != string(lim.errorResponse([]byte(`"r9"`))) {
 		t.Errorf("json: got %.100q, %v, want the error response for the request's id", got, err)
 	}
-	want := "event: message\ndata: " + string(lim.errorResponse([]byte("3"))) + "\n\ndata: {\"id\":4,\"result\":1}\n\n"
+	want := "event: message\ndata: " + string(lim.errorResponse([]byte("3"))) + "\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":1}\n\n"
 	if got, err := get(http.MethodGet, "/sse", ""); err != nil || got != want {
 		t.Errorf("sse: got %.200q, %v, want %q", got, err, want)
 	}
@@ -484,9 +507,9 @@ func TestFrameReaderPassesErrors(t *testing.T) {
 	t.Parallel()
 	lim, _ := testLimit(128)
 	boom := errors.New("boom")
-	fr := newFrameReader(io.MultiReader(strings.NewReader(`{"id":1}`+"\n"+`{"id":`), iotest.ErrReader(boom)), lim)
+	fr := newFrameReader(io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1}`+"\n"+`{"id":`), iotest.ErrReader(boom)), lim)
 	got, err := io.ReadAll(fr)
-	if string(got) != "{\"id\":1}\n" || !errors.Is(err, boom) {
+	if string(got) != "{\"jsonrpc\":\"2.0\",\"id\":1}\n" || !errors.Is(err, boom) {
 		t.Errorf("got %q, %v, want the first message, then boom", got, err)
 	}
 }
@@ -592,5 +615,69 @@ func TestStderrMaskedBeforeCut(t *testing.T) {
 	}
 	if got := b.Lines(); len(got) != 2 || got[0] != strings.Repeat("a", 50)+"*** and more" {
 		t.Fatalf("lines: %q", got)
+	}
+}
+
+// A message nested deeper than the SDK decodes is dropped as one it cannot read; one
+// at the SDK's depth passes.
+func TestReadersDropTooDeep(t *testing.T) {
+	t.Parallel()
+	nested := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	for _, tc := range []struct {
+		depth int
+		pass  bool
+	}{{sdkMaxDepth, true}, {sdkMaxDepth + 1, false}} {
+		lim, logs := testLimit(1 << 20)
+		want := ""
+		if tc.pass {
+			want = nested(tc.depth) + "\n"
+		}
+		got, err := io.ReadAll(newFrameReader(strings.NewReader(nested(tc.depth)+"\n"), lim))
+		if err != nil || string(got) != want || tc.pass == strings.Contains(logs.String(), "not a JSON-RPC message") {
+			t.Errorf("stdio, depth %d: got %d bytes, %v, log %q", tc.depth, len(got), err, logs)
+		}
+		if tc.pass {
+			want = "data: " + nested(tc.depth) + "\n\n"
+		}
+		got, err = io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: "+nested(tc.depth)+"\n\n")), lim))
+		if err != nil || string(got) != want {
+			t.Errorf("SSE, depth %d: got %d bytes, %v", tc.depth, len(got), err)
+		}
+	}
+}
+
+// What a stdio server writes to standard output that is not a message shows among its
+// standard error lines, masked and cut, each line of it; the log has as many as its
+// budget allows. A last line without a newline counts too.
+func TestStrayOutputNoted(t *testing.T) {
+	t.Parallel()
+	const secret = "sk-stray-secret-13579"
+	lim, logs := testLimit(1 << 20)
+	lim.clean = func(s string) string { return strings.ReplaceAll(s, secret, "***") }
+	lim.strays = loglimit.New(time.Hour, 2)
+	lim.stderr = newLineBuffer(10, 2048)
+	lim.stderr.setRedact(lim.clean)
+	in := "server listening on stdio with " + secret + "\n" +
+		`{"jsonrpc":"2.0","method":"notifications/x"}` + "\n" +
+		"[INFO] " + pad(strayShown+100) + secret + "\n" +
+		"{oops\n}\n" +
+		"last words"
+	got, err := io.ReadAll(newFrameReader(iotest.OneByteReader(strings.NewReader(in)), lim))
+	if err != nil || string(got) != `{"jsonrpc":"2.0","method":"notifications/x"}`+"\n" {
+		t.Fatalf("got %q, %v, want only the notification", got, err)
+	}
+	lines := lim.stderr.Lines()
+	want := []string{
+		strayMark + "server listening on stdio with ***",
+		strayMark + "[INFO] " + pad(strayShown-len("[INFO] ")) + registry.CutMark,
+		strayMark + "{oops }",
+		strayMark + "last words",
+	}
+	if !slices.Equal(lines, want) {
+		t.Fatalf("stderr lines:\n%q\nwant\n%q", lines, want)
+	}
+	if n := strings.Count(logs.String(), "not a JSON-RPC message"); n != 2 || strings.Contains(logs.String(), secret) ||
+		!strings.Contains(logs.String(), "with ***") {
+		t.Fatalf("log: %d lines, want 2 masked:\n%s", n, logs)
 	}
 }

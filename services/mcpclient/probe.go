@@ -140,7 +140,7 @@ const (
 // is kept. Past testListBytes it stops and says so in res.ToolsCut, the count so far
 // returned. Cursors and pages are bounded as discovery's are (lim).
 func countTools(ctx context.Context, cs *mcp.ClientSession, lim listLimits, res *TestResult) (int, error) {
-	seen := map[string]bool{}
+	seen := newCursorSet()
 	cursor := ""
 	count, size := 0, 0
 	for pages := 1; ; pages++ {

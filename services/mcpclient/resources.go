@@ -172,7 +172,7 @@ func listAll[T any](ctx context.Context, m *Manager, id, method string, offers f
 func listPages[T any](ctx context.Context, m *Manager, s *session, c *conn, method string,
 	page func(context.Context, *mcp.ClientSession, string) ([]*T, string, error)) ([]*T, error) {
 	var out []*T
-	seen := map[string]bool{}
+	seen := newCursorSet()
 	cursor := ""
 	size := 0
 	lim := listLimits{maxPages: m.opts.MaxPages}

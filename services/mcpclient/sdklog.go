@@ -29,12 +29,17 @@ const (
 // (its secret values, then credential-like words) and cut to sdkLogMax, its lines
 // rate-limited (one budget for the connection).
 func sdkLogger(log *slog.Logger, cfg registry.Connection) *slog.Logger {
+	next := log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
+	return slog.New(&maskHandler{next: next, clean: logCleaner(cfg), budget: loglimit.New(sdkLogEvery, sdkLogBurst)})
+}
+
+// logCleaner masks text of server cfg for the log (its secret values, then
+// credential-like words) and cuts it to sdkLogMax.
+func logCleaner(cfg registry.Connection) func(string) string {
 	masker := maskerOf(cfg)
-	clean := func(s string) string {
+	return func(s string) string {
 		return textcheck.Clip(textcheck.Storable(usage.RedactText(masker.String(s))), sdkLogMax, registry.CutMark)
 	}
-	next := log.Handler().WithAttrs([]slog.Attr{slog.String("server", cfg.Name), slog.String("server_id", cfg.ServerID)})
-	return slog.New(&maskHandler{next: next, clean: clean, budget: loglimit.New(sdkLogEvery, sdkLogBurst)})
 }
 
 // maskHandler passes records on with their message and text values cleaned, as many

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/egress"
+	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secrets"
 	"github.com/toolwarden/toolwarden/services/template"
@@ -133,6 +134,7 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		cmd.WaitDelay = 2 * time.Second
 		// Started through the confinement helper: no data dir, no database (docs/security.md).
 		conf.Apply(cmd)
+		lim.stderr = stderr // what of its standard output is dropped is shown with its stderr
 		return &endpoint{transport: &commandTransport{cmd: cmd, terminate: 2 * time.Second, lim: lim},
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
@@ -376,6 +378,26 @@ func (b *lineBuffer) shown(line string) string {
 	return strings.ToValidUTF8(line, "\uFFFD")
 }
 
+// note adds a line of Toolwarden's own about the server: prefix, then text (what the
+// server sent, at most strayKeep bytes of it) masked and cut to strayShown, on one
+// line; cut says text was only the start.
+func (b *lineBuffer) note(prefix string, text []byte, cut bool) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.NewReplacer("\r", " ", "\n", " ").Replace(string(text))
+	if b.redact != nil {
+		s = b.redact(s)
+	}
+	s = textcheck.Clip(s, strayShown, registry.CutMark)
+	if cut && !strings.HasSuffix(s, registry.CutMark) {
+		s += registry.CutMark
+	}
+	b.push(prefix + s)
+}
+
 // Lines returns the kept lines, oldest first, including an unfinished last line.
 func (b *lineBuffer) Lines() []string {
 	b.mu.Lock()
@@ -429,12 +451,19 @@ func connect(ctx context.Context, client *mcp.Client, ep *endpoint, timeout time
 	// up to 5 s for a server that does not answer.
 	abort := context.AfterFunc(sctx, ep.endRequests)
 	sess, err := client.Connect(sctx, ep.transport, nil)
-	if !abort() && err == nil {
-		// Given up just as it connected: its requests are ended, so it cannot be used.
+	// The timer is stopped first: once it fired, sctx is cancelled (or about to be, its
+	// function runs on a goroutine of its own), so a session that connected meanwhile
+	// would live on a cancelled context, its SSE stream ended at once.
+	expired := !timer.Stop()
+	if (!abort() || expired) && err == nil {
+		// Given up just as it connected, so it cannot be used. Its context and requests
+		// are ended here, as an attempt given up is: the timer's cancel and abort's
+		// endRequests run on goroutines of their own, and may not have yet.
+		cancel()
+		ep.endRequests()
 		_ = sess.Close()
 		err = sctx.Err()
 	}
-	expired := !timer.Stop() // the timer already fired: it cancelled the attempt
 	if err != nil {
 		cancel()
 		ep.cleanup()
