@@ -60,7 +60,7 @@ type Config struct {
 	Version   string
 	StartedAt time.Time
 	// AdminPassword is the first administrator's password on a fresh database; empty:
-	// a random one. Either is App.FirstAdminPassword.
+	// a random one. Either is App.FirstAdminPassword (Start creates the admin).
 	AdminPassword  string
 	SecureCookies  bool
 	TrustedProxies []netip.Prefix
@@ -164,7 +164,7 @@ type App struct {
 	AuditLog *audit.Log
 	Memory   *memory.Service
 	Web      *web.Server
-	// FirstAdminPassword is the password of the administrator New created on a fresh
+	// FirstAdminPassword is the password of the administrator Start created on a fresh
 	// database ("" when there was one already).
 	FirstAdminPassword string
 
@@ -206,8 +206,7 @@ type runningComponent struct {
 }
 
 // New builds a server from cfg: opens (and migrates) the database unless a pool is
-// given, creates the first administrator on a fresh database, and wires every
-// service. Nothing runs until Start.
+// given, and wires every service. Nothing runs, and no user is created, until Start.
 func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if cfg.Keys == nil {
 		return nil, errors.New("app: a keyring is required")
@@ -243,11 +242,6 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	ao := cfg.Auth
 	ao.Logger, ao.Local = log, a.Local
 	a.Auth = auth.New(pool, &ao)
-	pw, err := a.Auth.Bootstrap(ctx, cfg.AdminPassword)
-	if err != nil {
-		return nil, err
-	}
-	a.FirstAdminPassword = pw
 	a.Auth.Follow(a.Bus)
 	a.Jobs = jobs.New(pool, log)
 	rpo := cfg.Replica
@@ -411,11 +405,26 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	return a, nil
 }
 
+// createFirstAdmin creates the first administrator, admin, when the database has no
+// user at all, with Config.AdminPassword (empty: a random one), and sets
+// FirstAdminPassword to it; with users already there it does nothing.
+func (a *App) createFirstAdmin(ctx context.Context) error {
+	pw, err := a.Auth.Bootstrap(ctx, a.cfg.AdminPassword)
+	if err != nil {
+		return err
+	}
+	if pw != "" {
+		a.FirstAdminPassword = pw
+	}
+	return nil
+}
+
 // Components lists the long-lived parts in start order.
 func (a *App) Components() []Component { return a.components }
 
 // Start starts every component not skipped, in order, each waiting for the one
-// before to be ready. Stop undoes it.
+// before to be ready, and then creates the first administrator on a fresh database
+// (FirstAdminPassword). Stop undoes it.
 func (a *App) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -454,6 +463,13 @@ func (a *App) Start(ctx context.Context) error {
 				return fmt.Errorf("app: %s not ready: %w", c.Name, err)
 			}
 		}
+	}
+	// Last, once nothing else of the start can fail: an admin created before a check that
+	// then stopped it (New's, serve's on the key file) had its random password shown
+	// nowhere, and every later start, finding a user, created none: no one could sign in.
+	if err := a.createFirstAdmin(ctx); err != nil {
+		a.stopLocked()
+		return err
 	}
 	return nil
 }
@@ -513,9 +529,10 @@ func NewHTTPServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 }
 
-// Run starts the server, serves HTTP on ln until ctx ends (or serving fails), then
-// drains requests for up to ten seconds and stops. ready, when set, is called once
-// every component is ready.
+// Run starts the server (Start), serves HTTP on ln until ctx ends (or serving fails),
+// then drains requests for up to ten seconds and stops. ready, when set, is called
+// once every component is ready and FirstAdminPassword is set: it is where to show
+// the password.
 func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
 	defer a.Stop()
 	if err := a.Start(ctx); err != nil {

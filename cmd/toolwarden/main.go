@@ -213,12 +213,36 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return errUsage
 	}
-	return nil
+	return checkLogLevel(fs)
 }
 
+// logLevels are the values --log-level takes.
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// checkLogLevel refuses a --log-level (or TOOLWARDEN_LOG_LEVEL) that is not a level, as
+// a usage error printed on fs's output: such a value was taken for info in silence. It
+// sets the flag to its lower-case name, which openDB compares with "info"; empty counts
+// as unset (info), as an empty variable does for serve's other flags.
+func checkLogLevel(fs *flag.FlagSet) error {
+	f := fs.Lookup("log-level")
+	if f == nil {
+		return nil
+	}
+	v := strings.ToLower(strings.TrimSpace(f.Value.String()))
+	if v == "" {
+		v = "info"
+	}
+	if _, ok := logLevels[v]; !ok {
+		fmt.Fprintf(fs.Output(), "toolwarden %s: --log-level: %q is not one of debug, info, warn, error (TOOLWARDEN_LOG_LEVEL too)\n", fs.Name(), f.Value.String())
+		return errUsage
+	}
+	return f.Value.Set(v)
+}
+
+// newLogger logs at level, one of logLevels (checkLogLevel); info for any other.
 func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(level))); err != nil {
+	l, ok := logLevels[strings.ToLower(level)]
+	if !ok {
 		l = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))

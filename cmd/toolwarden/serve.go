@@ -74,10 +74,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stderr, "toolwarden serve:", err)
 		return errUsage
 	}
-	// The router would take 0 for its default (1200) in silence: who sets 0 means no
-	// calls or no limit, and is told how to say the latter.
-	if c.RateLimit == 0 {
-		fmt.Fprintln(stderr, "toolwarden serve: --rate-limit: 0 is not a limit: give how many tool calls a minute one user may make, or -1 for no limit (TOOLWARDEN_RATE_LIMIT too)")
+	// The router would take 0 for its default (1200), and any negative number for no
+	// limit, in silence: who sets 0 means no calls or no limit, and -5 no one knows what;
+	// both are told how to say no limit (-1).
+	if c.RateLimit == 0 || c.RateLimit < -1 {
+		fmt.Fprintf(stderr, "toolwarden serve: --rate-limit: %d is not a limit: give how many tool calls a minute one user may make, or -1 for no limit (TOOLWARDEN_RATE_LIMIT too)\n", c.RateLimit)
 		return errUsage
 	}
 	terms, err := terminalLimits(*perPerson, *termMax, *termIdle)
@@ -232,15 +233,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	} else if warn != "" {
 		log.Warn("database: " + warn)
 	}
-	if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
-		log.Info("created the first administrator 'admin' with the password from --admin-password")
-	} else if pw != "" {
-		fmt.Fprintf(stdout, "\n  Created the first administrator.\n    username: admin\n    password: %s\n  This password is shown only now.\n\n", pw)
-	}
 	if a.DB.Cluster != nil && !a.DB.Cluster.Owned() {
 		log.Warn("database: another toolwarden process started this data dir's PostgreSQL; when it exits, the database stops under this server")
 	}
+	// Run's start creates the first administrator, last: a start that fails before
+	// leaves none, and the next one creates it and shows its password.
 	return a.Run(ctx, ln, func() {
+		if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
+			log.Info("created the first administrator 'admin' with the password from --admin-password")
+		} else if pw != "" {
+			fmt.Fprintf(stdout, "\n  Created the first administrator.\n    username: admin\n    password: %s\n  This password is shown only now.\n\n", pw)
+		}
 		url := "http://" + ln.Addr().String()
 		log.Info("toolwarden ready", "url", url, "version", version, "took", time.Since(start).Round(time.Millisecond))
 		fmt.Fprintf(stdout, "Toolwarden is ready at %s\n", url)
