@@ -129,7 +129,9 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 		if len(batch) == 0 {
 			return nil
 		}
-		if g.matches != nil {
+		if many && !walk {
+			// Only here do the matches come from ahead; a few words' matches (f.matches,
+			// found at once) are read on by the keyset as any filter's rows are.
 			ahead = ahead[len(batch):] // in the same order as the batch
 			more = len(ahead) > 0 || !aheadAll
 		}
