@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/big"
 	"runtime"
 	"slices"
 	"strconv"
@@ -574,10 +575,14 @@ func typeOf(v any) string {
 	return "any"
 }
 
-// same reports whether two values canonical decoded are the same JSON, as jsonEqual
-// does for their text, without encoding them again.
+// same reports whether two values canonical decoded are the same JSON, numbers compared
+// by value (numberEqual): the stored definition Diff compares a listing against is read
+// back from jsonb, which writes 1e-05 as 0.00001 and 1E+2 as 100.
 func same(a, b any) bool {
 	switch x := a.(type) {
+	case json.Number:
+		y, ok := b.(json.Number)
+		return ok && numberEqual(string(x), string(y))
 	case map[string]any:
 		y, ok := b.(map[string]any)
 		if !ok || len(x) != len(y) {
@@ -604,8 +609,69 @@ func same(a, b any) bool {
 	return a == b
 }
 
+// jsonEqual reports whether two JSON texts are the same JSON, as same does.
 func jsonEqual(a, b json.RawMessage) bool {
-	return bytes.Equal(appendCanonical(nil, a), appendCanonical(nil, b))
+	return bytes.Equal(a, b) || same(canonical(a), canonical(b))
+}
+
+// numberEqual reports whether two JSON numbers (as json.Number holds them: valid JSON
+// number text) have the same value, whatever their notation: 1e-05, 0.00001 and
+// 10.0E-6 are equal, and -0 is 0. Each is reduced to its sign, its significant digits
+// and the power of ten of the last, in time linear in its text: the exponent is
+// compared as big.Int only when it does not fit an int64 (listings are not bounded by
+// the validator's numberProblem), and no value is ever expanded (1e999999 would be a
+// million digits).
+func numberEqual(a, b string) bool {
+	if a == b {
+		return true
+	}
+	an, ad, ae, aBig := decimal(a)
+	bn, bd, be, bBig := decimal(b)
+	if ad != bd || an != bn {
+		return false
+	}
+	if ad == "" { // both zero
+		return true
+	}
+	if aBig == nil && bBig == nil {
+		return ae == be
+	}
+	if aBig == nil {
+		aBig = big.NewInt(ae)
+	}
+	if bBig == nil {
+		bBig = big.NewInt(be)
+	}
+	return aBig.Cmp(bBig) == 0
+}
+
+// decimal is the JSON number n as digits × 10^exp with digits free of leading and
+// trailing zeros ("" for zero, whose sign is then false), exp as big when it does not
+// fit an int64.
+func decimal(n string) (neg bool, digits string, exp int64, bigExp *big.Int) {
+	if strings.HasPrefix(n, "-") {
+		neg, n = true, n[1:]
+	}
+	mant, expText, _ := strings.Cut(strings.ToLower(n), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	digits = strings.TrimLeft(intPart+frac, "0")
+	trimmed := strings.TrimRight(digits, "0")
+	if trimmed == "" {
+		return false, "", 0, nil
+	}
+	shift := int64(len(digits)-len(trimmed)) - int64(len(frac))
+	digits = trimmed
+	if expText == "" {
+		return neg, digits, shift, nil
+	}
+	if e, err := strconv.ParseInt(expText, 10, 64); err == nil && e < math.MaxInt64/2 && e > math.MinInt64/2 {
+		return neg, digits, e + shift, nil
+	}
+	bigExp, _ = new(big.Int).SetString(strings.TrimPrefix(expText, "+"), 10)
+	if bigExp == nil { // not JSON number text; json.Number never holds such
+		bigExp = new(big.Int)
+	}
+	return neg, digits, 0, bigExp.Add(bigExp, big.NewInt(shift))
 }
 
 // Discovery is one completed tools/list sweep to store.
