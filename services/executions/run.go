@@ -844,7 +844,9 @@ func cleanJSON(v any) any {
 	return v
 }
 
-// pinOf is what step st was approved against.
+// pinOf is what step st was approved against, with the risk level it was approved at
+// (an undo step's own, from the rollback plan): the router refuses the call if the
+// tool's risk rose since checkBinding looked (pinChange), as it skips the approval.
 func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
 	list := ex.Plan.Steps
 	if st.Phase == PhaseRollback {
@@ -856,6 +858,7 @@ func (s *Service) pinOf(ex *Execution, st Step) *router.Pin {
 	}
 	if st.Position < len(list) {
 		p := list[st.Position].Pin
+		p.MaxRisk = list[st.Position].Risk.Level
 		return &p
 	}
 	return nil

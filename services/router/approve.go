@@ -21,11 +21,15 @@ type Approval struct {
 func Phrase(qualifiedName string) string { return qualifiedName }
 
 // approve applies the approval rule (docs/architecture.md, The path of a tool call): LOW runs; MEDIUM needs a confirm; HIGH the typed phrase;
-// a step of an approved execution carries its approval. Who may give that approval is
-// package decide's to say (a person, never a token; for HIGH someone other than the
-// caller whenever another could). self reports a high-risk call its own caller
-// approved because nobody else could; vet, a test run that vets the tool (vetting).
+// a step of an approved execution carries its approval, as far as the level it was
+// approved at (riskPinned). Who may give that approval is package decide's to say (a
+// person, never a token; for HIGH someone other than the caller whenever another
+// could). self reports a high-risk call its own caller approved because nobody else
+// could; vet, a test run that vets the tool (vetting).
 func (r *Router) approve(ctx context.Context, e *entry, c Call) (self, vet bool, err error) {
+	if err := riskPinned(e, c.Pin); err != nil {
+		return false, false, err
+	}
 	if vet, err = r.vetting(ctx, e, c); err != nil {
 		return false, false, err
 	}
@@ -46,6 +50,17 @@ func (r *Router) approve(ctx context.Context, e *entry, c Call) (self, vet bool,
 	need := ApprovalNeeded{Risk: string(level), Why: e.risk.Why, Needs: "approver", Executions: "/api/v1/executions"}
 	return false, vet, fail(CodeApprovalRequired, "%s is %s risk (%s); %s: submit it as a plan, where they can approve it",
 		e.t.QualifiedName(), level, e.risk.Why, fe.Message).with(need)
+}
+
+// riskPinned refuses a call rated riskier now, with its arguments, than the level it
+// was approved at (Pin.MaxRisk): an execution's step carries its approval past consent,
+// so a rise between the plan's last check and this call would otherwise go unasked.
+func riskPinned(e *entry, p *Pin) error {
+	if p == nil || p.MaxRisk == "" || risk.Max(p.MaxRisk, e.risk.Level) == p.MaxRisk {
+		return nil
+	}
+	return fail(CodeStale, "%s is %s risk now, %s when it was approved (%s); plan and approve it again",
+		e.t.QualifiedName(), e.risk.Level, p.MaxRisk, e.risk.Why)
 }
 
 // vetting reports a test run, by someone who may enable tools (Call.Test), of a tool

@@ -347,7 +347,8 @@ type Call struct {
 	Progress func(Progress)
 	// Pin, when set, is the tool as the call was approved (a plan step): the call is
 	// refused as stale_plan if the tool is another, or its definition or configuration
-	// changed since (docs/architecture.md, State machines: definition pinning).
+	// changed since (docs/architecture.md, State machines: definition pinning), or its
+	// risk rose above Pin.MaxRisk.
 	Pin *Pin
 	// Expect, for a built-in file write that was previewed (a plan step), is the
 	// fingerprint of the content it was previewed against: the write is refused if the
@@ -367,6 +368,11 @@ type Pin struct {
 	// ServerIdentity is the server's connection identity (registry.Connection.Identity,
 	// a MAC of its command, environment, URL and credentials) when the call was checked.
 	ServerIdentity string `json:"server_identity"`
+	// MaxRisk, when set, is the risk level the call was approved at: a call rated higher
+	// now (its server no longer trusted, which makes no new configuration version) is
+	// refused as stale_plan, for an execution's step skips the approval check. Set by the
+	// caller when it calls, never stored with a plan (the plan's own risk is).
+	MaxRisk risk.Level `json:"-"`
 }
 
 // Progress is one progress notification of a running call; tool.output events carry it.
