@@ -280,7 +280,8 @@ func (h ToolsHandler) Bulk(c echo.Context) error {
 	if err != nil {
 		return verr.New("body", "could not read the form")
 	}
-	ids := form["id"]
+	// Each pick box sends its tool's id and the definition hash its card shows.
+	ids, seen, serr := picked(form["id"])
 	back := toolsBack(c, "/tools")
 	p := PrincipalOf(c)
 	var msg string
@@ -289,8 +290,13 @@ func (h ToolsHandler) Bulk(c echo.Context) error {
 		if !p.Can(auth.PermToolEnable) {
 			return ErrForbidden
 		}
+		if err = serr; err != nil {
+			break // said on the list, as the form's other mistakes are
+		}
+		// seen: the definition each card showed, so a tool rediscovered since the page was
+		// opened is refused (stale) rather than enabled unseen; the others still move.
 		var out []tools.Outcome
-		out, err = h.Tools.SetEnabled(ctx, ActorOf(c), ids, action == "enable", "", false)
+		out, err = h.Tools.SetEnabledSeenEach(ctx, ActorOf(c), ids, action == "enable", "", false, seen)
 		msg = outcomeMessage(out, action == "enable")
 		if err == nil && slices.ContainsFunc(out, func(o tools.Outcome) bool { return o.Error != "" }) {
 			setFlash(c, "info", msg, h.SecureCookies)
@@ -313,6 +319,28 @@ func (h ToolsHandler) Bulk(c echo.Context) error {
 		return c.Redirect(http.StatusSeeOther, withBulkState(back, ids, c.FormValue("tags")))
 	}
 	return h.redirectWithOutcome(c, err, func() string { return msg }, back)
+}
+
+// picked reads the list's ticked pick boxes: each is a tool's id and, after a colon, the
+// start of the definition hash its card showed (views.pickValue); an id alone (a
+// client's form) checks no definition. Two definitions of one tool are refused.
+func picked(vals []string) (ids []string, seen map[string]string, err error) {
+	ids = make([]string, 0, len(vals))
+	for _, v := range vals {
+		id, h, ok := strings.Cut(v, ":")
+		ids = append(ids, id)
+		if !ok || h == "" {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]string, len(vals))
+		}
+		if was, dup := seen[id]; dup && was != h {
+			err = verr.New("seen", "the page sent two definitions of one tool: reload the page")
+		}
+		seen[id] = h
+	}
+	return ids, seen, err
 }
 
 // bulkProblem says what to fix in a refused bulk action, in the words of its form.

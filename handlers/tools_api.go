@@ -237,6 +237,10 @@ type bulkInput struct {
 	Tags     []string `json:"tags"`
 	Reason   string   `json:"reason"`
 	Override bool     `json:"override"`
+	// DefinitionHashes, optional, maps a tool id to the definition_hash the client
+	// reviewed: an enable of a tool whose definition changed since is refused for that
+	// tool (its result's code stale_definition); the others move.
+	DefinitionHashes map[string]string `json:"definition_hashes"`
 }
 
 // APIBulk applies one action to several tools: each tool's outcome is reported.
@@ -255,7 +259,7 @@ func (h ToolsHandler) APIBulk(c echo.Context) error {
 		if err := overrideCheck(c, in.Override); err != nil {
 			return err
 		}
-		out, err := h.Tools.SetEnabled(ctx, ActorOf(c), in.IDs, in.Action == "enable", in.Reason, in.Override)
+		out, err := h.Tools.SetEnabledSeenEach(ctx, ActorOf(c), in.IDs, in.Action == "enable", in.Reason, in.Override, in.DefinitionHashes)
 		if err != nil {
 			return err
 		}

@@ -302,8 +302,9 @@ func TestToolListPage(t *testing.T) {
 	}
 
 	// Bulk enable from the page, then the card toggle.
-	id := cards.Find("[data-testid=tool-pick]").AttrOr("value", "")
-	form := url.Values{"id": {id}, "action": {"enable"}, "back": {"/tools?q=weath"}}
+	pick := cards.Find("[data-testid=tool-pick]").AttrOr("value", "") // id:definition hash prefix
+	id, _, _ := strings.Cut(pick, ":")
+	form := url.Values{"id": {pick}, "action": {"enable"}, "back": {"/tools?q=weath"}}
 	post := func(path string, form url.Values) *http.Response {
 		res := srv.PostForm(t, c, path, form)
 		res.Body.Close()

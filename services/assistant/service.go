@@ -424,6 +424,11 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 				op.Settings = masked
 			}
 		}
+		if op := d.State.Pending; op != nil && op.Confirm && op.Intent == IntentEnableTool && !op.Listed && op.Seen == nil {
+			// A yes is to the tools as the question named them: one whose definition is
+			// rediscovered before the yes is refused (stale), not enabled unseen.
+			op.Seen = seenOf(cat, op.IDs)
+		}
 		out.Reply, out.Choices = d.Reply, d.Choices
 		if p.Kind == audit.ActorToken {
 			// A token asks questions only, and leaves nothing for a person to confirm or
@@ -1101,27 +1106,33 @@ func (s *Service) toolState(ctx context.Context, actor audit.Actor, op *Op, cat 
 	enable := op.Intent == IntentEnableTool
 	reason := "asked the assistant: " + clip(op.Sentence, 200)
 	var outs []tools.Outcome
-	if enable && op.Listed {
+	ids := op.IDs
+	if enable && op.Listed && op.Seen != nil {
 		// Tools picked from a list are enabled as the list showed them, as the pages
-		// do: a definition rediscovered since is refused (stale), not enabled unseen.
+		// do; one it did not show is not enabled at all.
+		ids = nil
 		for _, id := range op.IDs {
-			h, shown := op.Seen[id]
-			if op.Seen != nil && !shown {
+			if _, shown := op.Seen[id]; !shown {
 				outs = append(outs, tools.Outcome{ID: id, Name: nameOf2(cat, id),
 					Error: "it was not among the tools shown here; name it, or enable it on its page"})
 				continue
 			}
-			o, err := s.tools.SetEnabledSeen(ctx, actor, id, true, reason, false, h)
-			if err != nil {
-				return err
-			}
-			outs = append(outs, o...)
+			ids = append(ids, id)
 		}
-	} else {
-		var err error
-		if outs, err = s.tools.SetEnabled(ctx, actor, op.IDs, enable, reason, false); err != nil {
+	}
+	if len(ids) > 0 || len(outs) == 0 {
+		// op.Seen is the definition of each tool as the list, or the question a yes
+		// answers, showed it: a definition rediscovered since is refused (stale) for that
+		// tool, in the one transaction that moves the others.
+		var seen map[string]string
+		if enable {
+			seen = op.Seen
+		}
+		o, err := s.tools.SetEnabledSeenEach(ctx, actor, ids, enable, reason, false, seen)
+		if err != nil {
 			return err
 		}
+		outs = append(outs, o...)
 	}
 	var done, already, failed []string
 	for _, o := range outs {

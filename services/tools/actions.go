@@ -42,7 +42,10 @@ type Outcome struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Error string `json:"error,omitempty"` // why this tool was not changed
-	err   error
+	// Code is the refusal's stable code where a client acts on it (CodeStaleDefinition:
+	// fetch the tool, review its definition, send its new hash).
+	Code string `json:"code,omitempty"`
+	err  error
 }
 
 // Err is why the tool was not changed (nil when it was, or already was).
@@ -53,12 +56,23 @@ func (o Outcome) Err() error { return o.err }
 // left alone while the others move. Every move writes history and an audit row in the
 // one transaction. An override (enabling an invalid or failed tool) needs a reason.
 func (s *Service) SetEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
-	return s.setEnabled(ctx, actor, ids, enable, reason, override, "")
+	return s.setEnabled(ctx, actor, ids, enable, reason, override, nil)
 }
 
 // CodeStaleDefinition is the code of an enable refused because the tool's definition
 // changed since the person (or client) looked at it.
 const CodeStaleDefinition = "stale_definition"
+
+// SeenPrefix is the shortest start of a definition hash that stands for the whole hash
+// where a seen definition is checked (32 hex characters, 128 bits): the list page sends
+// that much per card to stay within its size budget.
+const SeenPrefix = 32
+
+// seenIs reports whether h, the hash a caller saw, is current: the whole hash, or its
+// start of at least SeenPrefix characters.
+func seenIs(h, current string) bool {
+	return h == current || len(h) >= SeenPrefix && strings.HasPrefix(current, h)
+}
 
 // StaleDefinition is the details of a CodeStaleDefinition fault.
 type StaleDefinition struct {
@@ -70,10 +84,37 @@ type StaleDefinition struct {
 // changed since is refused in the outcome (a CodeStaleDefinition fault), so nobody
 // enables a definition they never saw; a disable is never refused for it.
 func (s *Service) SetEnabledSeen(ctx context.Context, actor audit.Actor, id string, enable bool, reason string, override bool, seenHash string) ([]Outcome, error) {
-	return s.setEnabled(ctx, actor, []string{id}, enable, reason, override, strings.TrimSpace(seenHash))
+	return s.SetEnabledSeenEach(ctx, actor, []string{id}, enable, reason, override, map[string]string{id: seenHash})
 }
 
-func (s *Service) setEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen string) ([]Outcome, error) {
+// SetEnabledSeenEach is SetEnabled for several tools as the caller saw them: seen maps a
+// tool id to the definition hash the page or client showed (a tool it does not name, or
+// names with "", is not checked). Each enable of a tool whose definition changed since is
+// refused in its outcome, as SetEnabledSeen refuses it; the other tools move.
+func (s *Service) SetEnabledSeenEach(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen map[string]string) ([]Outcome, error) {
+	return s.setEnabled(ctx, actor, ids, enable, reason, override, seenHashes(seen))
+}
+
+// seenHashes is seen keyed as sortedIDs keys the ids (a UUID in its canonical form),
+// without the empty hashes, which pin nothing.
+func seenHashes(seen map[string]string) map[string]string {
+	var out map[string]string
+	for id, h := range seen {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if n, ok := normalID(id); ok {
+			id = n
+		}
+		if out == nil {
+			out = make(map[string]string, len(seen))
+		}
+		out[id] = h
+	}
+	return out
+}
+
+func (s *Service) setEnabled(ctx context.Context, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen map[string]string) ([]Outcome, error) {
 	ids = sortedIDs(ids)
 	if len(ids) == 0 {
 		return nil, verr.New("ids", "choose at least one tool")
@@ -103,12 +144,13 @@ func (s *Service) setEnabled(ctx context.Context, actor audit.Actor, ids []strin
 // applies many changes at once), without SetEnabled's checks of the input: ids are tool
 // ids, reason is short, an override has a reason.
 func (s *Service) SetEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool) ([]Outcome, error) {
-	return setEnabledTx(ctx, tx, actor, sortedIDs(ids), enable, strings.TrimSpace(reason), override, "")
+	return setEnabledTx(ctx, tx, actor, sortedIDs(ids), enable, strings.TrimSpace(reason), override, nil)
 }
 
-// setEnabledTx moves the tools; seen ("" for none) is the definition hash an enable of
-// its one tool was based on, checked under the row lock so a rediscovery cannot slip in.
-func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen string) ([]Outcome, error) {
+// setEnabledTx moves the tools; seen (by canonical id, nil for none) is the definition
+// hash an enable of each tool was based on, checked under the tool's row lock so a
+// rediscovery cannot slip in between the check and the move.
+func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []string, enable bool, reason string, override bool, seen map[string]string) ([]Outcome, error) {
 	var out []Outcome
 	err := func() error {
 		var moves []toolstate.Move
@@ -123,10 +165,10 @@ func setEnabledTx(ctx context.Context, tx pgx.Tx, actor audit.Actor, ids []strin
 				return err
 			}
 			o := Outcome{ID: id, Name: t.QualifiedName(), From: t.Status, To: t.Status}
-			if enable && seen != "" && seen != t.DefinitionHash {
+			if h, pinned := seen[id]; enable && pinned && !seenIs(h, t.DefinitionHash) {
 				f := fault.Stale(CodeStaleDefinition, fmt.Sprintf("the definition of %s changed since you opened it (now version %s): review the new definition, then enable it",
 					t.QualifiedName(), t.Version())).About("tool").WithDetails(StaleDefinition{Current: t.DefinitionHash})
-				o.Error, o.err = f.Error(), f
+				o.Error, o.Code, o.err = f.Error(), CodeStaleDefinition, f
 				out = append(out, o)
 				continue
 			}
