@@ -36,6 +36,7 @@ func newGrantFixture(t *testing.T) *grantFixture {
 	srv.App.Enable(t, "builtin__file_operations")
 	srv.App.Enable(t, "builtin__user_collaboration")
 	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	selfApproveHigh(t, srv) // write overwrites, so it is high: alice's phrase approves it
 	other, err := srv.App.Builtin.Workspace("conv-b")
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func (f *grantFixture) write(path, content string) *router.Result {
 	f.t.Helper()
 	args, _ := json.Marshal(map[string]any{"filePath": path, "content": content, "overwrite": true})
 	res, err := f.srv.Router.Call(context.Background(), router.Call{Tool: "builtin__file_operations.create_file", Arguments: args,
-		Actor: f.actor, Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true},
+		Actor: f.actor, Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: ownApproval,
 		ConversationID: "conv-a"})
 	if err != nil {
 		f.t.Fatalf("create_file: %v", err)

@@ -57,7 +57,8 @@ func Memory(m *memory.Service) Tool {
 		Name:        "memory_operations",
 		Title:       "Memory",
 		Description: "Keep notes for the person you work for and find them again later (in any conversation), and keep this conversation's todo list.",
-		// It changes only the notes it keeps for the person (delete forgets one of them).
+		// It changes only the notes it keeps for the person, so medium; its reads are low
+		// and delete, which forgets a note for good, high (OperationRisk, ArgumentRisk).
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(false)},
 		Operations: []Operation{
 			{Name: "store", Description: "keep a note",

@@ -10,6 +10,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/decide"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/grants"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -26,18 +27,35 @@ func ownersFx(t *testing.T) (*webtest.Server, auth.User, auth.User, func(u auth.
 	bob := srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")
 	srv.App.Enable(t, "builtin__file_operations")
 	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
+	selfApproveHigh(t, srv)
 	call := func(u auth.User, conv, op string, args map[string]any) (string, bool) {
 		t.Helper()
 		args["operation"] = op
 		b, _ := json.Marshal(args)
 		res, err := srv.Router.Call(context.Background(), router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: actorOf(u),
-			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: conv})
+			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: ownApproval, ConversationID: conv})
 		if err != nil {
 			t.Fatalf("%s %s: %v", u.Username, op, err)
 		}
 		return router.TextOf(res.Content), !res.IsError
 	}
 	return srv, alice, bob, call
+}
+
+// ownApproval is a person's approval of their own file call in a page, whatever its
+// level: a confirm, and the phrase, which a delete or an overwrite asks for even with the
+// tool set low (builtin.ArgumentRisk).
+var ownApproval = router.Approval{Confirmed: true, Phrase: router.Phrase("builtin__file_operations")}
+
+// selfApproveHigh turns separation of duties off, so that a person's phrase runs their
+// own high-risk call: these tests are about what the tool lets a call reach once it is
+// approved, not about who approves it.
+func selfApproveHigh(t *testing.T, srv *webtest.Server) {
+	t.Helper()
+	off := decide.SeparationOff
+	if _, err := srv.App.Executions.PatchSettings(context.Background(), audit.System, executions.SettingsPatch{HighSeparation: &off}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func actorOf(u auth.User) audit.Actor {

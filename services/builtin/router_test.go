@@ -61,7 +61,8 @@ func TestFileOperationsThroughRouter(t *testing.T) {
 // file_operations as discovered (destructive, so high) reads without asking: a read's
 // own level is low, in place of the one its annotations give the whole tool; writes
 // keep the tool's level. An administrator's level for the tool is never replaced: set
-// high, a read asks too; set low, a write still asks for a confirm.
+// high, a read asks too; set low, a write still asks for a confirm, and a delete or an
+// overwrite for the phrase.
 func TestFileReadsAreLowUnlessAnAdministratorSaysOtherwise(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -98,6 +99,10 @@ func TestFileReadsAreLowUnlessAnAdministratorSaysOtherwise(t *testing.T) {
 	srv.App.SetRisk(t, "builtin__file_operations", risk.Low)
 	check("set low", "read_file", `{"filePath":"a.txt"}`, "low", "override")
 	check("set low", "create_file", `{"filePath":"a.txt","content":"x"}`, "medium", "arguments")
+	// Replacing or deleting what a file holds asks for the phrase, as a delete does.
+	check("set low", "create_file", `{"filePath":"a.txt","content":"","overwrite":true}`, "high", "arguments")
+	check("set low", "copy_file", `{"filePath":"b.txt","newPath":"a.txt","overwrite":true}`, "high", "arguments")
+	check("set low", "delete_file", `{"filePath":"a.txt"}`, "high", "arguments")
 }
 
 // Clearing file_operations' level lets its reads run without asking, as lowering it

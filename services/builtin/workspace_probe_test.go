@@ -69,7 +69,7 @@ func TestUnreachableWorkspacesAnswerAlike(t *testing.T) {
 		}
 		b, _ := json.Marshal(a)
 		res, err := srv.Router.Call(ctx, router.Call{Tool: "builtin__file_operations", Arguments: b, Actor: actorOf(bob),
-			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: router.Approval{Confirmed: true}, ConversationID: "bob-1"})
+			Role: auth.RoleToolUser, Source: router.SourceTestPanel, Approval: ownApproval, ConversationID: "bob-1"})
 		if err != nil {
 			t.Fatalf("bob's %s in %s: %v", op, area, err)
 		}

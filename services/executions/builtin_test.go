@@ -208,7 +208,7 @@ func TestBuiltinPreviewUsesDefaults(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("edited since\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+	if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, ex.ConfirmationPhrase, ""); err != nil {
 		t.Fatal(err)
 	}
 	got := e.waitStatus(ex.ID, executions.Failed, 20*time.Second)
