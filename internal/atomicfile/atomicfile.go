@@ -14,8 +14,9 @@ import (
 
 // Write replaces path with data: a temporary file in the same directory, fsync, rename,
 // then fsync of the directory so the rename itself survives a crash. A new file is mode
-// 0600; a replaced one keeps its owner and its owner's and group's permissions (a key
-// file shared with a service's group stays readable to it), never others'.
+// 0600; a replaced one keeps its owner and group where the writer may set them, and
+// its owner's and group's permissions (a key file shared with a service's group stays
+// readable to it), never others'; the group's only while the group is kept.
 func Write(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
@@ -30,19 +31,27 @@ func Write(path string, data []byte) (err error) {
 	}()
 	// CreateTemp already uses 0600; Chmod says so explicitly and ignores umask.
 	mode := os.FileMode(0o600)
-	fi, serr := os.Stat(path)
-	if serr == nil {
-		mode = fi.Mode().Perm()&^0o007 | 0o600
+	if fi, serr := os.Stat(path); serr == nil {
+		old, ok := fi.Sys().(*syscall.Stat_t)
+		got, gerr := owner(tmp)
+		if ok && gerr == nil {
+			// The file keeps its owner: rewritten by root (a command run with sudo), it
+			// would otherwise become root's, and the service that reads it could no
+			// longer. Only root may give it away; a member of its group may keep that.
+			if got.Uid != old.Uid || got.Gid != old.Gid {
+				if tmp.Chown(int(old.Uid), int(old.Gid)) != nil {
+					_ = tmp.Chown(-1, int(old.Gid))
+				}
+				if got, err = owner(tmp); err != nil {
+					return err
+				}
+			}
+			mode = keptMode(fi.Mode(), old.Gid, got.Gid)
+		}
 	}
+	// Set only now that the group is settled: the group's bits are for the old group.
 	if err = tmp.Chmod(mode); err != nil {
 		return err
-	}
-	// The file keeps its owner: rewritten by root (a command run with sudo), it would
-	// otherwise become root's, and the service that reads it could no longer.
-	if serr == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != os.Getuid() || int(st.Gid) != os.Getgid()) {
-			_ = tmp.Chown(int(st.Uid), int(st.Gid)) // only root may; anyone else keeps their own
-		}
 	}
 	if _, err = tmp.Write(data); err != nil {
 		return err
@@ -57,6 +66,31 @@ func Write(path string, data []byte) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// owner is f's owner and group as they are now.
+func owner(f *os.File) (*syscall.Stat_t, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, errors.New("atomicfile: no owner in " + f.Name() + "'s status")
+	}
+	return st, nil
+}
+
+// keptMode is the mode of a file replacing one of mode old and group oldGID, now of
+// group gid: the owner's bits (read and write at least) and the group's, never others'.
+// The group's go when the group could not be kept (the writer is neither root nor in
+// it): they were granted to that group, not to whichever is the writer's.
+func keptMode(old os.FileMode, oldGID, gid uint32) os.FileMode {
+	mode := old.Perm()&^0o007 | 0o600
+	if gid != oldGID {
+		mode &^= 0o070
+	}
+	return mode
 }
 
 // WriteNew creates path holding data, mode 0600, and fails with an error wrapping

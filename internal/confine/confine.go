@@ -230,8 +230,22 @@ func (c *Confiner) apply(cmd *exec.Cmd, show []string, trusted, home bool) {
 			args = append(args, "-keep="+k)
 		}
 	}
-	for _, p := range normalize(show) {
-		args = append(args, "-show="+p, "-keep="+p)
+	// Shown paths go as named, not through normalize: it would add where a link leads
+	// and drop the link, and the helper would show (and keep writable) a directory a
+	// link planted at a workspace's path points to. The helper refuses such a link and
+	// keeps writable only the directories it did show.
+	var shows []string
+	for _, p := range show {
+		if p == "" {
+			continue
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			shows = append(shows, a)
+		}
+	}
+	slices.Sort(shows)
+	for _, p := range slices.Compact(shows) {
+		args = append(args, "-show="+p)
 	}
 	args = append(args, "--", cmd.Path, argv0)
 	cmd.Args = append(args, rest...)

@@ -581,52 +581,69 @@ func TestShowing(t *testing.T) {
 // nor a link to it: as root, the system trees stay read-only. A directory named on an
 // administrator's command line (Apply) still is, which is why the two differ. And a
 // link planted where a shown directory should be shows nothing: what it points to
-// stays hidden.
+// stays hidden and read-only, by the link's path and by its own, and a link to /etc
+// keeps /etc read-only. In both of root's modes.
 func TestUntrustedCommandLine(t *testing.T) {
 	needRoot(t)
 	t.Parallel()
-	dir, _, _, secret := secretDir(t)
-	if err := os.WriteFile(filepath.Join(dir, "checkpoints", "cp.json"), []byte(secret), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-	if err := os.Symlink("/", filepath.Join(work, "x")); err != nil {
-		t.Fatal(err)
-	}
-	ws := filepath.Join(dir, "workspaces")
-	if err := os.Mkdir(ws, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	evil := filepath.Join(ws, "evil")
-	if err := os.Symlink(filepath.Join(dir, "checkpoints"), evil); err != nil {
-		t.Fatal(err)
-	}
-	c := confine.New(confine.Spec{Hide: []string{dir}})
-	probe := func(untrusted bool, show ...string) string {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "sh", "-c", `test -w /etc && echo etc-writable || echo etc-read-only; cat "$3"/* 2>/dev/null; echo end`,
-			"sh", "/", "x", evil)
-		cmd.Dir = work
-		cmd.Env = cleanEnv()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-		if untrusted {
-			c.ApplyUntrusted(cmd, show...)
-		} else {
-			c.Apply(cmd)
-		}
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v: %s", err, out)
-		}
-		return string(out)
-	}
-	if got := probe(true, evil); got != "etc-read-only\nend\n" {
-		t.Fatalf("untrusted: got %q, want /etc read-only and nothing through the planted link", got)
-	}
-	if got := probe(false); !strings.HasPrefix(got, "etc-writable\n") || strings.Contains(got, secret) {
-		t.Fatalf("an administrator's command line naming /: got %q, want /etc kept writable (the contrast) and still nothing hidden", got)
+	for _, m := range []struct {
+		name string
+		new  func(confine.Spec) *confine.Confiner
+	}{{"host user namespace", confine.New}, {"own user namespace", confine.NewUserMode}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			dir, _, _, secret := secretDir(t)
+			checkpoints := filepath.Join(dir, "checkpoints")
+			if err := os.WriteFile(filepath.Join(checkpoints, "cp.json"), []byte(secret), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			work := t.TempDir()
+			if err := os.Symlink("/", filepath.Join(work, "x")); err != nil {
+				t.Fatal(err)
+			}
+			ws := filepath.Join(dir, "workspaces")
+			if err := os.Mkdir(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			evil, etc := filepath.Join(ws, "evil"), filepath.Join(ws, "etc")
+			if err := os.Symlink(checkpoints, evil); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/etc", etc); err != nil {
+				t.Fatal(err)
+			}
+			c := m.new(confine.Spec{Hide: []string{dir}})
+			probe := func(untrusted bool, show ...string) string {
+				t.Helper()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, "sh", "-c", `test -w /etc && echo etc-writable || echo etc-read-only; `+
+					`cat "$3"/* "$4"/* 2>/dev/null; touch "$4"/planted 2>/dev/null && echo wrote-target; echo end`,
+					"sh", "/", "x", evil, checkpoints)
+				cmd.Dir = work
+				cmd.Env = cleanEnv()
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+				if untrusted {
+					c.ApplyUntrusted(cmd, show...)
+				} else {
+					c.Apply(cmd)
+				}
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %s", err, out)
+				}
+				return string(out)
+			}
+			if got := probe(true, evil, etc); got != "etc-read-only\nend\n" {
+				t.Fatalf("untrusted: got %q, want /etc read-only and nothing through the planted links", got)
+			}
+			if _, err := os.Stat(filepath.Join(checkpoints, "planted")); err == nil {
+				t.Fatal("a file was made where a planted link leads")
+			}
+			if got := probe(false); !strings.HasPrefix(got, "etc-writable\n") || strings.Contains(got, secret) {
+				t.Fatalf("an administrator's command line naming /: got %q, want /etc kept writable (the contrast) and still nothing hidden", got)
+			}
+		})
 	}
 }
 

@@ -49,8 +49,8 @@ func init() {
 type options struct {
 	dir   string
 	hide  []string
-	keep  []string // directories that stay writable (see given)
-	show  []string // directories that stay reachable inside hidden ones (ApplyUntrusted)
+	keep  []string // directories that stay writable (see given); Apply's only
+	show  []string // directories that stay reachable, and writable, inside hidden ones (ApplyUntrusted)
 	check bool
 	// path is the server's program and argv its argv (argv[0] as Toolwarden gave it).
 	path string

@@ -65,6 +65,13 @@ func setup(o options) error {
 	if err := freshProc(); err != nil {
 		return err
 	}
+	// The shown directories stay writable, and only those opened: a link refused there
+	// must not keep what it points to writable (-keep comes only from an administrator's
+	// command line, Apply).
+	keep := slices.Clone(o.keep)
+	for _, d := range shown {
+		keep = append(keep, d.path)
+	}
 	hide := o.hide
 	// Root (in the host's user namespace or mapped to it in one of ours) still owns
 	// every root-owned file and device node, capabilities or not.
@@ -76,7 +83,7 @@ func setup(o options) error {
 			return err
 		}
 		for _, t := range readOnlyTrees {
-			if err := readOnlyTree(t, o.keep); err != nil {
+			if err := readOnlyTree(t, keep); err != nil {
 				return err
 			}
 		}
@@ -209,6 +216,10 @@ func openShown(paths []string) ([]shownDir, error) {
 		var at, there unix.Stat_t
 		if err != nil || unix.Fstat(fd, &at) != nil || at.Mode&unix.S_IFMT != unix.S_IFDIR ||
 			unix.Lstat(real, &there) != nil || at.Dev != there.Dev || at.Ino != there.Ino {
+			unix.Close(fd)
+			continue
+		}
+		if slices.ContainsFunc(out, func(d shownDir) bool { return d.path == real }) {
 			unix.Close(fd)
 			continue
 		}

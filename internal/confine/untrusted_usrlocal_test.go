@@ -74,3 +74,58 @@ func TestRootUsrLocalOnlyForServers(t *testing.T) {
 		})
 	}
 }
+
+// TestRootShownInReadOnlyTree: as root, a directory shown to a terminal stays writable
+// where it lies in a read-only tree (a workspace under /usr/local, outside any hidden
+// directory), because the helper showed it; a link planted among the shown paths keeps
+// nothing writable, not what it points to. In both of root's modes.
+func TestRootShownInReadOnlyTree(t *testing.T) {
+	needRoot(t)
+	t.Parallel()
+	if st, err := os.Stat("/usr/local"); err != nil || !st.IsDir() {
+		t.Skip("no /usr/local on this machine")
+	}
+	for _, m := range []struct {
+		name string
+		new  func(confine.Spec) *confine.Confiner
+	}{{"host user namespace", confine.New}, {"own user namespace", confine.NewUserMode}} {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			data, err := os.MkdirTemp("/usr/local", "toolwarden-confine-test-")
+			if err != nil {
+				t.Skip("cannot make a directory under /usr/local: ", err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(data) })
+			ws := filepath.Join(data, "workspaces", "conv-a")
+			if err := os.MkdirAll(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(data, "workspaces", "evil")
+			if err := os.Symlink("/usr/local", link); err != nil {
+				t.Fatal(err)
+			}
+			planted := filepath.Join("/usr/local", "toolwarden-confine-test-"+token(t))
+			t.Cleanup(func() { _ = os.Remove(planted) })
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "sh", "-c", `echo made > "$1/made"; touch "$2" 2>/dev/null && echo wrote-usr-local; echo end`,
+				"sh", ws, planted)
+			cmd.Dir = ws
+			cmd.Env = cleanEnv()
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			c := m.new(confine.Spec{})
+			confine.SetRuntimeDirs(c)
+			c.ApplyTerminal(cmd, ws, link)
+			out, err := cmd.CombinedOutput()
+			if err != nil || string(out) != "end\n" {
+				t.Fatalf("got %v, %q; want the workspace written and nothing else", err, out)
+			}
+			if b, err := os.ReadFile(filepath.Join(ws, "made")); err != nil || string(b) != "made\n" {
+				t.Fatalf("a file written in the shown directory: got %q, %v", b, err)
+			}
+			if _, err := os.Stat(planted); err == nil {
+				t.Fatal("a file was made in /usr/local through a planted link")
+			}
+		})
+	}
+}

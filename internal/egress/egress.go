@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -43,15 +44,18 @@ var MetadataHosts = []string{"metadata.google.internal", "metadata.goog"}
 type Policy struct {
 	allowNets, denyNets   []netip.Prefix
 	allowHosts, denyHosts []string // lower case; "*.example.com" matches subdomains
-	// AllowMetadata lifts the default denial of the metadata endpoints (an allow entry
-	// naming one does too).
-	allowMetadata bool
+	// allowedMetadata are the metadata addresses the allow list names, and
+	// allowedMetadataHosts the metadata host names: the default denial is lifted for
+	// those alone, so that allowing Alibaba's endpoint does not open AWS's to a name
+	// that resolves to it.
+	allowedMetadata      []netip.Prefix
+	allowedMetadataHosts []string
 }
 
 // Parse builds a policy from comma-separated lists of CIDRs, addresses and host names
 // ("10.0.0.0/8", "192.168.1.5", "api.example.com", "*.corp.example"). Deny wins over
-// allow; a non-empty allow list allows only what it names. The metadata endpoints are
-// denied unless allow names them exactly.
+// allow; a non-empty allow list allows only what it names. Each metadata endpoint is
+// denied unless allow names it exactly (an address, or a host name without "*.").
 func Parse(allow, deny string) (*Policy, error) {
 	p := &Policy{}
 	var err error
@@ -62,10 +66,13 @@ func Parse(allow, deny string) (*Policy, error) {
 		return nil, err
 	}
 	for _, n := range p.allowNets {
-		for _, m := range MetadataPrefixes {
-			if n == m {
-				p.allowMetadata = true
-			}
+		if slices.Contains(MetadataPrefixes, n) {
+			p.allowedMetadata = append(p.allowedMetadata, n)
+		}
+	}
+	for _, h := range p.allowHosts {
+		if slices.Contains(MetadataHosts, h) {
+			p.allowedMetadataHosts = append(p.allowedMetadataHosts, h)
 		}
 	}
 	return p, nil
@@ -166,7 +173,7 @@ func (p *Policy) hostVerdict(host string) (allowedByName bool, err error) {
 	if p == nil {
 		p = &Policy{}
 	}
-	if !p.allowMetadata && hostMatch(MetadataHosts, host) && !hostMatch(p.allowHosts, host) {
+	if hostMatch(MetadataHosts, host) && !slices.Contains(p.allowedMetadataHosts, host) {
 		return false, &Error{Target: host, Why: "it is a cloud metadata endpoint"}
 	}
 	if hostMatch(p.denyHosts, host) {
@@ -197,8 +204,10 @@ func (p *Policy) checkAddr(a netip.Addr, allowedByName bool) error {
 		b := a.As16()
 		reached = append(reached, netip.AddrFrom4([4]byte(b[12:])))
 	}
-	if !p.allowMetadata && netMatch(MetadataPrefixes, reached...) {
-		return &Error{Target: a.String(), Why: "it is a cloud metadata address"}
+	for _, r := range reached {
+		if netMatch(MetadataPrefixes, r) && !netMatch(p.allowedMetadata, r) {
+			return &Error{Target: a.String(), Why: "it is a cloud metadata address"}
+		}
 	}
 	if netMatch(p.denyNets, reached...) {
 		return &Error{Target: a.String(), Why: "it is on the deny list (--egress-deny)"}

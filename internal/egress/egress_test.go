@@ -3,7 +3,9 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 )
@@ -185,7 +187,60 @@ func TestMappedAndNAT64(t *testing.T) {
 			t.Errorf("CheckURL(%s) = %q, want %q", tc.url, got, tc.refuse)
 		}
 	}
-	if !parse("::ffff:169.254.169.254", "").allowMetadata {
-		t.Error("allowing the metadata address written IPv4-mapped does not lift its denial")
+	if got := parse("::ffff:169.254.169.254", "").CheckURL("http://169.254.169.254/"); got != "" {
+		t.Errorf("allowing the metadata address written IPv4-mapped does not lift its denial: %q", got)
+	}
+}
+
+// Naming one metadata endpoint in the allow list lifts the denial of that one alone:
+// allowing Alibaba's 100.100.100.200 does not let an allowed name that resolves to
+// 169.254.169.254 through, nor the GCP host names; a wildcard names no metadata host.
+func TestMetadataLiftedOnlyForWhatIsNamed(t *testing.T) {
+	t.Parallel()
+	alibaba, err := Parse("100.100.100.200, *.corp.example", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		addr   string
+		byName bool
+		refuse string
+	}{
+		{"100.100.100.200", false, ""},
+		{"169.254.169.254", true, "metadata"}, // x.corp.example resolving there
+		{"fd00:ec2::254", true, "metadata"},
+		{"64:ff9b::a9fe:a9fe", true, "metadata"},
+	} {
+		err := alibaba.checkAddr(netip.MustParseAddr(tc.addr), tc.byName)
+		if got := fmt.Sprint(err); tc.refuse == "" && err != nil || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
+			t.Errorf("checkAddr(%s, by name %v) = %v, want %q", tc.addr, tc.byName, err, tc.refuse)
+		}
+	}
+	for _, tc := range []struct {
+		p      *Policy
+		url    string
+		refuse string
+	}{
+		{alibaba, "http://metadata.google.internal/computeMetadata/v1/", "metadata"},
+		{alibaba, "http://169.254.169.254/", "metadata"},
+		{alibaba, "http://100.100.100.200/", ""},
+	} {
+		if got := tc.p.CheckURL(tc.url); tc.refuse == "" && got != "" || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
+			t.Errorf("CheckURL(%s) = %q, want %q", tc.url, got, tc.refuse)
+		}
+	}
+	gcp, err := Parse("metadata.google.internal, *.goog", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gcp.hostVerdict("metadata.google.internal"); err != nil {
+		t.Errorf("the metadata host named in the allow list: %v", err)
+	}
+	if _, err := gcp.hostVerdict("metadata.goog"); err == nil || !strings.Contains(err.Error(), "metadata") {
+		t.Errorf("a metadata host matched only by a wildcard: %v, want refused", err)
+	}
+	// The host name lifts the name, not the metadata address it resolves to.
+	if err := gcp.checkAddr(netip.MustParseAddr("169.254.169.254"), true); err == nil || !strings.Contains(err.Error(), "metadata") {
+		t.Errorf("a metadata address reached through an allowed metadata host: %v, want refused", err)
 	}
 }
