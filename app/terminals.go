@@ -24,6 +24,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/replicas"
+	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
 
@@ -217,10 +218,17 @@ func (a *App) sweepTerminals(ctx context.Context) error {
 // terminals of this replica (each replica ends its own processes), and the questions
 // waiting for their answer (every replica tries; each question is cancelled once). It
 // follows user.changed on the sessions topic and asks auth whether the account is
-// disabled now: the event only says whom it is about.
+// disabled now: the event only says whom it is about. It also ends the terminals of
+// this replica whose owner, still enabled, may no longer call terminal_operations
+// (endRevoked): on user.changed (a role changed) for that person, and on every change the
+// router follows (the tool or its server disabled, a per-user permission) for everyone.
 func (a *App) endDisabled(ctx context.Context) error {
 	var mu sync.Mutex
 	due := map[string]bool{}
+	// everyone: look at every owner's terminals; again: look once more after
+	// revokeRecheck, for a terminal whose call the router let through just before
+	// the change and that started after the first look.
+	everyone, again := false, false
 	kick := make(chan struct{}, 1)
 	wake := func() {
 		select {
@@ -240,6 +248,25 @@ func (a *App) endDisabled(ctx context.Context) error {
 		wake()
 	}, auth.SessionsTopic)
 	defer sub.Close()
+	if a.Terminals != nil && a.Router != nil {
+		// Called once the router forgot what it knew, so Admits answers with the change.
+		defer a.Router.OnChange(func() {
+			mu.Lock()
+			everyone, again = true, true
+			mu.Unlock()
+			wake()
+		})()
+	}
+	retry := func(id string) {
+		mu.Lock()
+		if id == "" {
+			everyone = true
+		} else {
+			due[id] = true
+		}
+		mu.Unlock()
+		time.AfterFunc(5*time.Second, wake)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -249,23 +276,44 @@ func (a *App) endDisabled(ctx context.Context) error {
 		mu.Lock()
 		ids := slices.Collect(maps.Keys(due))
 		clear(due)
+		all, twice := everyone, again
+		everyone, again = false, false
 		mu.Unlock()
 		for _, id := range ids {
 			if err := a.endFor(ctx, id); err != nil && ctx.Err() == nil {
 				// The database is away: look again in a while, so a disable is not missed.
 				a.log.Warn("end what a disabled person left running; trying again", "user", id, "err", err)
-				mu.Lock()
-				due[id] = true
-				mu.Unlock()
-				time.AfterFunc(5*time.Second, wake)
+				retry(id)
 			}
+		}
+		if !all {
+			continue
+		}
+		if err := a.endRevoked(ctx, ""); err != nil && ctx.Err() == nil {
+			a.log.Warn("end the terminals of people who may no longer use them; trying again", "err", err)
+			retry("")
+		}
+		if twice {
+			time.AfterFunc(revokeRecheck, func() {
+				mu.Lock()
+				everyone = true
+				mu.Unlock()
+				wake()
+			})
 		}
 	}
 }
 
+// revokeRecheck is how long after a change of who may use terminal_operations the
+// terminals are looked at once more: a call the router admitted just before it may
+// start its terminal after the first look (a create_session waits for its old session
+// to close, up to seconds).
+const revokeRecheck = 5 * time.Second
+
 // endFor ends user id's terminals of this replica and cancels their pending questions
 // when their account is disabled; enabled, it lets them start terminals again (ending
-// them bars new ones: Terminals.EndOwnedBy).
+// them bars new ones: Terminals.EndOwnedBy), and ends those they may no longer use (their
+// role changed: endRevoked).
 func (a *App) endFor(ctx context.Context, id string) error {
 	u, err := a.Auth.GetUser(ctx, id)
 	if errors.Is(err, auth.ErrNotFound) {
@@ -278,7 +326,7 @@ func (a *App) endFor(ctx context.Context, id string) error {
 		if a.Terminals != nil {
 			a.Terminals.Readmit(u.ID)
 		}
-		return nil
+		return a.endRevoked(ctx, u.ID)
 	}
 	if a.Terminals != nil {
 		for _, t := range a.Terminals.EndOwnedBy(u.ID) {
@@ -290,6 +338,54 @@ func (a *App) endFor(ctx context.Context, id string) error {
 		a.log.Info("question cancelled: the person asked was disabled", "collaboration", c.ID, "user", u.Username)
 	}
 	return err
+}
+
+// endRevoked ends the running terminals of this replica whose owner (only that person
+// when only is set) may no longer call terminal_operations, as the router would refuse
+// their call now (router.Admits: the tool or its server disabled, their role without
+// tool.use, the tool refused to them): what they left running must not outlive their
+// access, and a busy session never reaches its idle timeout. The system's terminals,
+// and those of people deleted or disabled (endFor's), are left alone. An error (the
+// database did not answer) ends nothing: the caller looks again.
+func (a *App) endRevoked(ctx context.Context, only string) error {
+	if a.Terminals == nil || a.Router == nil {
+		return nil
+	}
+	owners := map[string]bool{}
+	for _, t := range a.Terminals.List() {
+		if t.OwnerID != "" && !t.Exited() && (only == "" || t.OwnerID == only) {
+			owners[t.OwnerID] = true
+		}
+	}
+	var errs []error
+	for id := range owners {
+		u, err := a.Auth.GetUser(ctx, id)
+		if errors.Is(err, auth.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if u.Disabled() {
+			continue // endFor ends them, and bars new ones
+		}
+		err = a.Router.Admits(ctx, audit.Actor{Kind: audit.ActorUser, ID: u.ID, Name: u.Username}, u.Role, builtin.TerminalToolName)
+		var refused *router.Error
+		if err == nil {
+			continue
+		}
+		if !errors.As(err, &refused) || !slices.Contains([]string{router.CodeToolDisabled, router.CodeForbidden,
+			router.CodeToolNotFound}, refused.Code) {
+			errs = append(errs, err) // not known to be refused (the database away, say): not ended
+			continue
+		}
+		for _, t := range a.Terminals.EndRevoked(u.ID) {
+			a.log.Info("terminal ended: its owner may no longer use terminal_operations", "terminal", t.ID, "user", u.Username,
+				"why", refused.Message)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // terminalClient sends terminal operations to the replicas that run the terminals

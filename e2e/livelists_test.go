@@ -33,12 +33,12 @@ func TestBrowserLiveLists(t *testing.T) {
 	b.waitJS("the page is live", `document.querySelector("[data-live-label]")?.textContent === "Live"`)
 	b.waitJS("no terminals yet", `!!document.querySelector("[data-testid=no-terminals]")?.checkVisibility()`)
 	// Bob's terminal does not show on alice's page; hers does.
+	srv.App.Enable(t, builtin.TerminalToolName) // else any change the router hears ends their terminals
 	bobs, err := srv.App.Terminals.Start(builtin.TerminalCaller{UserID: bob.ID, UserName: "bob"}, "conv-bob", ws, "sleep 30", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bobs.Close()
-	srv.App.Enable(t, builtin.TerminalToolName) // who types into it must be able to call it
 	term, _, err := srv.App.Terminals.OpenPTY(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-live", ws)
 	if err != nil {
 		t.Fatal(err)

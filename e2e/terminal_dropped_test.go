@@ -40,6 +40,7 @@ func TestBrowserTerminalDroppedNoticeAfterOpenSequence(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
+	srv.App.Enable(t, builtin.TerminalToolName) // else any change the router hears ends alice's terminals
 	ws, err := srv.App.Builtin.Workspace("conv-dropped")
 	if err != nil {
 		t.Fatal(err)

@@ -223,6 +223,7 @@ func TestBrowserCommandOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	srv.App.Enable(t, builtin.TerminalToolName) // else any change the router hears ends alice's terminal
 	cmd, err := srv.App.Terminals.Start(builtin.TerminalCaller{UserID: alice.ID, UserName: "alice"}, "conv-e2e-cmd", ws,
 		"printf 'first line\\nsecond line\\nthird line\\n'", 0, 0)
 	if err != nil {

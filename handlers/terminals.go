@@ -160,7 +160,40 @@ func (h TerminalsHandler) Show(c echo.Context) error {
 	}
 	row := h.terminalRow(t)
 	return render(c, http.StatusOK, views.Terminal(views.TerminalPage{Layout: h.layout(c, "Terminal "+t.ID), Row: row,
-		ReadOnly: !typeIn, Sizes: TerminalSizer(PrincipalOf(c), t), Socket: "/terminals/" + t.ID + "/ws"}))
+		ReadOnly: !typeIn, Sizes: TerminalSizer(PrincipalOf(c), t), Socket: "/terminals/" + t.ID + "/ws",
+		CanEnd: TerminalEnder(PrincipalOf(c)) && !t.Exited()}))
+}
+
+// TerminalEnder reports whether p may end anyone's terminal from its page (End): an
+// administrator, who may cut a person off (users.manage, the route's permission), and
+// whose End ends what that person left running without disabling their account.
+func TerminalEnder(p *auth.Principal) bool {
+	return p != nil && p.Can(auth.PermUsers)
+}
+
+// End ends a running terminal at an administrator's request (POST /terminals/:id/end),
+// as close_session does: its output, its record and the audit log (terminal.end, the
+// administrator's, written with the record) say so. A terminal another replica runs is
+// ended there (the route forwards the request, as it does the terminal's page).
+func (h TerminalsHandler) End(c echo.Context) error {
+	p := PrincipalOf(c)
+	t := h.find(c)
+	if see, _ := TerminalAccess(p, t); !see {
+		return fault.NotFound("terminal")
+	}
+	if !TerminalEnder(p) {
+		return fault.Forbidden("only an administrator may end a terminal from its page")
+	}
+	if err := t.EndBy(ActorOf(c)); errors.Is(err, builtin.ErrTerminalEnded) {
+		// Nothing was done (ended by itself, or by another administrator): said, not an error.
+		setFlash(c, "info", "Terminal "+t.ID+" had ended already.", h.SecureCookies)
+		return c.Redirect(http.StatusSeeOther, "/terminals")
+	}
+	owner := t.OwnerName
+	if owner == "" {
+		owner = "system"
+	}
+	return h.redirectWithOutcome(c, nil, func() string { return "Terminal " + t.ID + " of " + owner + " ended." }, "/terminals")
 }
 
 func (h TerminalsHandler) find(c echo.Context) *builtin.Terminal {

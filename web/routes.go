@@ -167,6 +167,9 @@ func (s *Server) routes() []Route {
 		// A terminal another replica runs is served there (web/terminal_forward.go).
 		{http.MethodGet, "/terminals/:id", auth.PermTerminalView, s.forwardTerminal(terminals.Show)},
 		{http.MethodGet, "/terminals/:id/ws", auth.PermTerminalView, s.forwardTerminal(s.hub.terminalSocket(d.Terminals))},
+		// An administrator ends someone's terminal (cutting off what they left running
+		// without disabling the account), on the replica that runs it.
+		{http.MethodPost, "/terminals/:id/end", auth.PermUsers, s.forwardTerminal(terminals.End)},
 		// Replicas only: a terminal_operations operation on a session this replica runs,
 		// let through by another replica's router (a signed hop, internal/replicahop).
 		{http.MethodPost, "/internal/v1/terminals/:id/op", auth.PermReplica, s.terminalOp},

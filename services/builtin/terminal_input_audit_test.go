@@ -25,6 +25,8 @@ func TestTerminalInputAuditIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	who := builtin.TerminalCaller{UserID: alice.ID, UserName: "alice", Source: "browser"}
+	// The owner may call the tool: a terminal of someone who may not is ended (app's endRevoked).
+	srv.App.Enable(t, builtin.TerminalToolName)
 	term, _, err := srv.App.Terminals.OpenPTY(who, "conv-flood", ws)
 	if err != nil {
 		t.Fatal(err)
@@ -116,6 +118,8 @@ func TestTerminalInputPasswordAfterCommandHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	who := builtin.TerminalCaller{UserID: alice.ID, UserName: "alice", Source: "send_input"}
+	// The owner may call the tool: a terminal of someone who may not is ended (app's endRevoked).
+	srv.App.Enable(t, builtin.TerminalToolName)
 	term, _, err := srv.App.Terminals.OpenPTY(who, "conv-pw-paste", ws)
 	if err != nil {
 		t.Fatal(err)

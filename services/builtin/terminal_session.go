@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/internal/confine"
 	"github.com/toolwarden/toolwarden/internal/proctrack"
+	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/usage"
 )
@@ -201,13 +202,17 @@ const BrowserSource = "browser"
 // Terminals are the PTY sessions and background commands of every conversation.
 type Terminals struct {
 	opts     TerminalOptions
-	realRoot string     // opts.Root with its links resolved (working directories are real)
-	records  string     // where this host's sessions are recorded (recordDir)
-	marker   string     // this run's marker (markerEnv)
-	openMu   sync.Mutex // one create_session at a time: a conversation gets one session
-	mu       sync.Mutex
-	byID     map[string]*Terminal
-	closed   bool
+	realRoot string // opts.Root with its links resolved (working directories are real)
+	records  string // where this host's sessions are recorded (recordDir)
+	marker   string // this run's marker (markerEnv)
+	// opening holds, by conversation, the lock its create_session takes (lockOpen): a
+	// conversation gets one session, and one conversation's slow close of its old
+	// session (up to seconds) does not hold up everyone else's create_session.
+	openMu  sync.Mutex
+	opening map[string]*openLock
+	mu      sync.Mutex
+	byID    map[string]*Terminal
+	closed  bool
 	// starting counts, by owner, the terminals that passed reserve and are not in byID
 	// yet, so that calls at once cannot start more than the limits allow.
 	starting map[string]int
@@ -258,6 +263,9 @@ type Terminal struct {
 	// endedFor is why Toolwarden ended it, when it did for a reason of its own (its
 	// owner was disabled): its record says so, and the audit log (TerminalStore.ended).
 	endedFor atomic.Pointer[string]
+	// endedBy is the person who ended it from the /terminals page (EndBy): the audit
+	// row of its end is theirs, not the system's.
+	endedBy atomic.Pointer[audit.Actor]
 	// kept is the memory its output and command line take once it ended (keptOut its
 	// output's), counted in ts.endedBytes until the output is dropped (keptOut) or it is
 	// forgotten (all); endedN orders it among the ended ones, 0 when it is not counted
@@ -335,7 +343,7 @@ func NewTerminals(opts TerminalOptions) (*Terminals, error) {
 		real = opts.Root
 	}
 	ts := &Terminals{opts: opts, realRoot: real, records: recordDir(opts.Root, opts.Host), marker: newID("run-"),
-		byID: map[string]*Terminal{}, starting: map[string]int{}, barred: map[string]bool{},
+		byID: map[string]*Terminal{}, starting: map[string]int{}, barred: map[string]bool{}, opening: map[string]*openLock{},
 		endedBytes: map[string]int{}, endedNum: map[string]int{}}
 	// Before any terminal starts: a process that leaves its session (setsid) is still
 	// found by its marker after a crash.
@@ -491,8 +499,10 @@ func (ts *Terminals) add(t *Terminal) error {
 // OpenPTY returns conversation's PTY session in dir: the running one when it has
 // one there, else a new bash -il (closing one it had in another directory).
 func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Terminal, bool, error) {
-	ts.openMu.Lock()
-	defer ts.openMu.Unlock()
+	// The conversation's own lock, held while its old session closes (which waits up to
+	// seconds for its processes): another create_session of the same conversation must
+	// not find two sessions, and those of other conversations go on meanwhile.
+	defer ts.lockOpen(conversation)()
 	ts.mu.Lock()
 	var old *Terminal
 	for _, t := range ts.byID {
@@ -548,6 +558,35 @@ func (ts *Terminals) OpenPTY(c TerminalCaller, conversation, dir string) (*Termi
 		go t.endWhenIdle()
 	}
 	return t, false, nil
+}
+
+// openLock is one conversation's create_session lock, and how many hold or wait for it.
+type openLock struct {
+	mu sync.Mutex
+	n  int
+}
+
+// lockOpen takes conversation's create_session lock and returns what gives it back. A
+// lock is dropped once nobody holds or waits for it, so the map does not grow with every
+// conversation ever seen.
+func (ts *Terminals) lockOpen(conversation string) (unlock func()) {
+	ts.openMu.Lock()
+	l := ts.opening[conversation]
+	if l == nil {
+		l = &openLock{}
+		ts.opening[conversation] = l
+	}
+	l.n++
+	ts.openMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		ts.openMu.Lock()
+		if l.n--; l.n == 0 {
+			delete(ts.opening, conversation)
+		}
+		ts.openMu.Unlock()
+	}
 }
 
 // activeWriter writes a session's output to its buffer, and notes that it was active.
@@ -1229,16 +1268,75 @@ func (ts *Terminals) EndOwnedBy(userID string) []*Terminal {
 		}
 	}
 	ts.mu.Unlock()
-	slices.SortFunc(ended, func(a, b *Terminal) int { return a.Started.Compare(b.Started) })
-	reason := EndedOwnerDisabled
+	endAll(ended, EndedOwnerDisabled, "the owner's account was disabled")
+	return ended
+}
+
+// EndedOwnerRevoked is the ended_reason of the record of a terminal Toolwarden ended
+// because its owner may no longer call terminal_operations (the tool or its server
+// disabled, their role or their own permission changed), their account still enabled.
+const EndedOwnerRevoked = "owner_revoked"
+
+// EndRevoked ends the running terminals of this process that userID owns, as
+// close_session does, because they may no longer call terminal_operations: a session
+// busy with a loop, or a background command of an hour, would otherwise go on for as
+// long as it runs, its idle timeout never reached. Each says so in its output, its
+// record and the audit log (ended by the system). It returns those it ended, once they
+// did. New ones are not barred here: the router refuses the calls that would start them.
+func (ts *Terminals) EndRevoked(userID string) []*Terminal {
+	if userID == "" {
+		return nil
+	}
+	var ended []*Terminal
+	ts.mu.Lock()
+	for _, t := range ts.byID {
+		if t.OwnerID == userID && !t.Exited() {
+			ended = append(ended, t)
+		}
+	}
+	ts.mu.Unlock()
+	if len(ended) == 0 {
+		return nil
+	}
+	endAll(ended, EndedOwnerRevoked, ended[0].OwnerName+" may no longer use "+terminalTool)
+	return ended
+}
+
+// EndedByAdmin is the ended_reason of the record of a terminal an administrator ended
+// from the /terminals page (EndBy).
+const EndedByAdmin = "ended_by_admin"
+
+// ErrTerminalEnded: the terminal had ended already.
+var ErrTerminalEnded = errors.New("the terminal has ended")
+
+// EndBy ends the terminal as close_session does, at by's request (an administrator on
+// its page): its output, its record and the audit log (by's row, written with the
+// record) say so. ErrTerminalEnded when it had ended already.
+func (t *Terminal) EndBy(by audit.Actor) error {
+	if t.Exited() {
+		return ErrTerminalEnded
+	}
+	who := by.Name
+	if who == "" {
+		who = "an administrator"
+	}
+	// Before it ends: its record and audit row are written as it does.
+	t.endedBy.Store(&by)
+	endAll([]*Terminal{t}, EndedByAdmin, "ended by "+who)
+	return nil
+}
+
+// endAll ends terms at once for reason (their records' ended_reason), each saying
+// note in its output, and returns once they ended.
+func endAll(terms []*Terminal, reason, note string) {
+	slices.SortFunc(terms, func(a, b *Terminal) int { return a.Started.Compare(b.Started) })
 	var wg sync.WaitGroup
-	for _, t := range ended {
+	for _, t := range terms {
 		t.endedFor.Store(&reason) // before it ends: its record is written as it does
-		_, _ = t.out.Write([]byte("\n[ended: the owner's account was disabled]\n"))
+		_, _ = t.out.Write([]byte("\n[ended: " + note + "]\n"))
 		wg.Go(t.End)
 	}
 	wg.Wait()
-	return ended
 }
 
 // Readmit lets userID start terminals again, their account enabled again (EndOwnedBy

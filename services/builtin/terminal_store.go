@@ -112,7 +112,11 @@ func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
 			WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit, *why); err != nil {
 			return err
 		}
-		_, err := audit.Append(ctx, tx, audit.Entry{Actor: audit.System, Action: "terminal.end", TargetType: "terminal", TargetID: t.ID,
+		actor := audit.System
+		if by := t.endedBy.Load(); by != nil {
+			actor = *by // an administrator's End on its page
+		}
+		_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "terminal.end", TargetType: "terminal", TargetID: t.ID,
 			TargetName: t.ConversationID, Payload: map[string]any{"reason": t.ts.endedWhy(*why), "ended_reason": *why, "kind": t.Kind,
 				"owner_id": t.OwnerID, "owner_name": t.OwnerName, "command": t.Command, "replica": s.replica}})
 		return err
@@ -124,6 +128,10 @@ func (ts *Terminals) endedWhy(reason string) string {
 	switch reason {
 	case EndedOwnerDisabled:
 		return "the owner's account was disabled"
+	case EndedOwnerRevoked:
+		return "the owner may no longer use " + terminalTool
+	case EndedByAdmin:
+		return "ended by an administrator"
 	case EndedIdle:
 		return fmt.Sprintf("no input or output for %s", ts.opts.IdleTimeout)
 	}
