@@ -1,7 +1,6 @@
 package executions_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -22,26 +21,8 @@ func TestStopKeepsAnAnswerGivenDuringTheHandOver(t *testing.T) {
 	e := startBuiltin(t)
 	e.enable("builtin__user_collaboration")
 	runner := e.replica("13131313-1313-4131-8131-131313131313", func(string) bool { return true })
-	ex := e.create(e.admin, step("builtin__user_collaboration",
-		`{"prompt":"Delete the old build?","authorize_operation":"run_command","target":"rm -rf /tmp/old-build"}`))
-	if ex.Status != executions.Executing {
-		if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pending := func() []grants.Collaboration {
-		list, err := e.app.Grants.Collaborations(e.ctx, e.admin.Actor.ID, grants.StatusPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list
-	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- executions.WorkRun(ctx, runner, ex.ID, 1, 25) }()
-	testkit.WaitFor(t, 30*time.Second, func() bool { return len(pending()) == 1 }, "the step never asked")
-	q := pending()[0]
+	w := e.askWaiting(runner, `{"prompt":"Delete the old build?","authorize_operation":"run_command","target":"rm -rf /tmp/old-build"}`)
+	ex, q, cancel, done := w.ex, w.q, w.cancel, w.done
 
 	// The person answers yes, as grants.RespondAs does, the transaction left open.
 	answer, err := e.pool.Begin(e.ctx)

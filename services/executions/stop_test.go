@@ -131,27 +131,9 @@ func TestStopHandsOverAWaitingStep(t *testing.T) {
 	e := startBuiltin(t)
 	e.enable("builtin__user_collaboration")
 	runner := e.replica("12121212-1212-4121-8121-121212121212", func(string) bool { return true })
-	ex := e.create(e.admin, step("builtin__user_collaboration", `{"prompt":"Deploy to staging now?"}`))
-	if ex.Status != executions.Executing {
-		if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pending := func() []grants.Collaboration {
-		list, err := e.app.Grants.Collaborations(e.ctx, e.admin.Actor.ID, grants.StatusPending)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return list
-	}
-
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- executions.WorkRun(ctx, runner, ex.ID, 1, 25) }()
-	testkit.WaitFor(t, 30*time.Second, func() bool { return len(pending()) == 1 }, "the step never asked")
-	first := pending()[0]
-	cancel()
+	w := e.askWaiting(runner, `{"prompt":"Deploy to staging now?"}`)
+	ex, pending, done, first := w.ex, w.pending, w.done, w.q
+	w.cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("the cancelled job: %v, want it done (the step handed over)", err)
 	}
@@ -168,4 +150,38 @@ func TestStopHandsOverAWaitingStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitStatus(ex.ID, executions.Success, 30*time.Second)
+}
+
+// waiting is a plan whose one step, a question to the person, a runner is waiting on.
+type waiting struct {
+	ex      *executions.Execution
+	q       grants.Collaboration          // the question asked
+	pending func() []grants.Collaboration // the person's questions waiting now
+	cancel  context.CancelFunc            // stops the runner (its job past its grace)
+	done    <-chan error                  // the runner's end
+}
+
+// askWaiting plans a builtin__user_collaboration step with args, approves it and runs
+// it on runner until it asks the admin.
+func (e *env) askWaiting(runner *executions.Service, args string) waiting {
+	e.t.Helper()
+	ex := e.create(e.admin, step("builtin__user_collaboration", args))
+	if ex.Status != executions.Executing {
+		if _, err := e.svc.Confirm(e.ctx, e.admin, ex.ID, "", ""); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	pending := func() []grants.Collaboration {
+		list, err := e.app.Grants.Collaborations(e.ctx, e.admin.Actor.ID, grants.StatusPending)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return list
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	e.t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- executions.WorkRun(ctx, runner, ex.ID, 1, 25) }()
+	testkit.WaitFor(e.t, 30*time.Second, func() bool { return len(pending()) == 1 }, "the step never asked")
+	return waiting{ex: ex, q: pending()[0], pending: pending, cancel: cancel, done: done}
 }
