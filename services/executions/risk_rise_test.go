@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,9 @@ func (p *riseAtRun) untrust(ctx context.Context) error {
 
 // A LOW step (approved by policy) whose server is made untrusted after checkBinding
 // found it unchanged, just before its call, is not run at MEDIUM: the router refuses it
-// as stale_plan, saying its risk rose, and the execution fails on it.
+// as stale_plan, saying its risk rose, and the plan is handled as stale, as when
+// checkBinding finds a breach: the step skipped (never run), the execution failed with
+// the router's reason, audited as execution.stale.
 func TestRiskRiseBeforeCallRefused(t *testing.T) {
 	t.Parallel()
 	e := start(t)
@@ -69,7 +72,7 @@ func TestRiskRiseBeforeCallRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.svc = svc
-	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`))
+	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`), step("mt__echo", `{"message":"two"}`))
 	if ex.Status != executions.Executing || ex.Approval != "policy" || ex.Plan.Steps[0].Risk.Level != risk.Low {
 		t.Fatalf("the LOW plan: %s approved by %q, want executing by policy at low", ex.Status, ex.Approval)
 	}
@@ -78,13 +81,22 @@ func TestRiskRiseBeforeCallRefused(t *testing.T) {
 	if hook.err != nil {
 		t.Fatal(hook.err)
 	}
-	if got.Status != executions.Failed || !strings.Contains(got.Error, "mt__echo is medium risk now, low when it was approved") {
-		t.Fatalf("run with the risk risen before the call: got %s (%q), want failed as its risk rose", got.Status, got.Error)
+	const want = "step 1 (mt__echo) was not run: mt__echo is medium risk now, low when it was approved"
+	if got.Status != executions.Failed || !strings.HasPrefix(got.Error, want) {
+		t.Fatalf("run with the risk risen before the call: got %s (%q), want failed with %q…", got.Status, got.Error, want)
 	}
 	st := e.steps(ex.ID)
-	if st[0].Status != executions.StepFailed || st[0].CallID == nil {
-		t.Fatalf("its step: got %s (call %v), want failed (refused by the router)", st[0].Status, st[0].CallID)
+	if s := stepStatuses(st); !slices.Equal(s, []string{"skipped", "skipped"}) || st[0].Error != "" || st[0].CallID == nil {
+		t.Fatalf("its steps: got %v (error %q, call %v), want skipped, skipped, the first naming its refused call", s, st[0].Error, st[0].CallID)
 	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE target_id = $1 AND action = 'execution.stale' AND result = 'failure'`, ex.ID); n != 1 {
+		t.Errorf("execution.stale audit rows with result failure: got %d, want 1", n)
+	}
+	if n := e.audits(ex.ID, "execution.failed"); n != 0 {
+		t.Errorf("execution.failed audit rows: got %d, want none (it is audited as stale)", n)
+	}
+	e.bothTopics(ex.ID, "execution.failed", 1)
+	checkInvariant(t, e, ex.ID)
 	e.flush()
 	if n := e.count(`SELECT count(*) FROM tool_usage_logs WHERE source = 'execution' AND NOT success AND error_code = $2 AND metadata->>'call_id' = $1`,
 		*st[0].CallID, router.CodeStale); n != 1 {

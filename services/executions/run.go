@@ -458,6 +458,12 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			if errors.Is(err, errStopped) {
 				return nil // the step is settled (or handed over): the job is done
 			}
+			if sr := (*staleRefused)(nil); errors.As(err, &sr) {
+				// Refused by the router before its tool saw it: the plan is stale, as
+				// when checkBinding finds it so.
+				return s.finishWith(context.WithoutCancel(ctx), cur, phase,
+					fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, sr.reason), actionStale)
+			}
 			if err != nil {
 				return err
 			}
@@ -555,6 +561,11 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 			if re.Code == router.CodeRateLimited {
 				// The tool never saw the call: the step waits for the limit, pending again.
 				return "", s.waitForLimit(ctx, ex, st, re.Message, re.RetryAfter, true)
+			}
+			if re.Code == router.CodeStale && !re.Ran {
+				// The tool, its server's connection or its risk changed after checkBinding
+				// looked, and the tool never saw the call: a stale plan, not a failed step.
+				return "", s.refusedStale(ctx, ex, st, storableText(usage.RedactText(re.Message), maxStepError))
 			}
 			if re.Ran {
 				// Its server got the call (a timeout, an error after sending): a rollback
@@ -771,6 +782,54 @@ func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reas
 	s.log.Info("executions: a step waits for a rate limit", "execution", ex.ID, "step", st.Position+1,
 		"tool", st.Tool, "wait", wait, "reason", reason)
 	return &rateLimited{wait: max(wait, 100*time.Millisecond)}
+}
+
+// staleRefused is runStep's answer for a step the router refused as stale_plan at its
+// call: runPhase ends the phase as for a breach checkBinding finds (actionStale).
+type staleRefused struct{ reason string }
+
+func (r *staleRefused) Error() string {
+	return "executions: a step was refused as stale: " + r.reason
+}
+
+// refusedStale leaves step st, refused by the router as stale (reason), as a breach
+// found by checkBinding leaves it: pending (its call id kept, naming the refused
+// call's records), for the transition that ends the phase to skip with the rest, or
+// for a retried job to refuse again should that transition not commit.
+func (s *Service) refusedStale(ctx context.Context, ex *Execution, st Step, reason string) error {
+	bg := context.WithoutCancel(ctx)
+	want := Executing
+	if st.Phase == PhaseRollback {
+		want = RollingBack
+	}
+	// The execution's row first, as a cancel takes it before the steps: a cancel that
+	// committed first is read here (it skipped the phase's pending steps without this
+	// one, which is skipped here), and one that comes later skips it.
+	err := db.WithTxRetry(bg, s.begin, func(tx pgx.Tx) error {
+		var status Status
+		if err := tx.QueryRow(bg, `/* executions.step.stale.status */ SELECT status FROM executions WHERE id = $1 FOR SHARE`,
+			ex.ID).Scan(&status); err != nil {
+			return fmt.Errorf("executions: the status of %s: %w", ex.ID, err)
+		}
+		tag, err := tx.Exec(bg, `/* executions.step.stale */
+			UPDATE tool_calls SET status = 'pending', started_at = NULL WHERE id = $1 AND status = 'running'`, st.ID)
+		if err != nil {
+			return fmt.Errorf("executions: put a stale step back: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return errSettledElsewhere
+		}
+		if status != want {
+			return skipPending(bg, tx, ex.ID, st.Phase)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.log.Info("executions: the router refused a step as stale", "execution", ex.ID, "step", st.Position+1,
+		"tool", st.Tool, "reason", reason)
+	return &staleRefused{reason: reason}
 }
 
 // ranNote begins the error of a step that failed after its server got the call, which
