@@ -37,6 +37,12 @@ const maxMessageValues = 1 << 20
 // leaves to implementations (-32000 to -32099) and not one the SDK or MCP uses.
 const CodeResultTooLarge = -32090
 
+// CodeMalformedResponse is the JSON-RPC error code of the response Toolwarden hands the
+// SDK in place of a response to one of its requests that the SDK could not decode
+// (readable): dropped, it would leave the call waiting for its timeout. Next to
+// CodeResultTooLarge, in the same range.
+const CodeMalformedResponse = -32091
+
 // ErrResultTooLarge marks a call whose answer was larger than Options.MaxMessageBytes:
 // the server is healthy and the session still works, only this answer was dropped.
 var ErrResultTooLarge = errors.New("result too large")
@@ -113,10 +119,11 @@ const strayMark = "[toolwarden] dropped from standard output, not a JSON-RPC mes
 
 // notJSON reports output of the server that is not a message the SDK can decode
 // (readable), which was dropped: start is its first bytes (up to strayKeep), seen its
-// length. For a stdio server it goes to its standard error as the server page shows it,
-// so the page says why the server misbehaves; and to the log, as many as strays allows:
-// unlike an oversized message, such a line costs the server a few bytes.
-func (l msgLimit) notJSON(start []byte, seen int64) {
+// length, answered the id of the call it was answered for (unreadable), if any. For a
+// stdio server it goes to its standard error as the server page shows it, so the page
+// says why the server misbehaves; and to the log, as many as strays allows: unlike an
+// oversized message, such a line costs the server a few bytes.
+func (l msgLimit) notJSON(start []byte, seen int64, answered []byte) {
 	cut := seen > int64(len(start))
 	if l.stderr != nil {
 		l.stderr.note(strayMark, start, cut)
@@ -135,6 +142,9 @@ func (l msgLimit) notJSON(start []byte, seen int64) {
 	}
 	text = textcheck.Clip(text, strayShown, registry.CutMark)
 	args := []any{"server", l.server, "bytes", seen, "start", text}
+	if answered != nil {
+		args = append(args, "answered_id", string(answered))
+	}
 	if left > 0 {
 		args = append(args, "lines_left_out_before", left)
 	}
@@ -158,18 +168,49 @@ func (l msgLimit) tooManyText() string {
 		l.server, maxMessageValues)
 }
 
+// malformedText is the error message of an answer the SDK could not decode, s its scan.
+func (l msgLimit) malformedText(s *scanner) string {
+	why := "not valid JSON"
+	if s.maxDepth > sdkMaxDepth {
+		why = fmt.Sprintf("nested deeper than %d levels", sdkMaxDepth)
+	}
+	return fmt.Sprintf("malformed response: %s sent an answer that is not a JSON-RPC message the client can read (%s)",
+		l.server, why)
+}
+
+// unreadable returns the error response that takes the place of a message the SDK
+// could not decode (readable), s its scan, when it was a response to one of our
+// requests: dropped, it would leave its call waiting for the call's timeout, though its
+// id says which call it is. Only a message that says it is one (its "jsonrpc" key)
+// counts: a log line in JSON may well have an "id" of its own. Otherwise nil.
+func (l msgLimit) unreadable(s *scanner) []byte {
+	if !s.hasVersion {
+		return nil
+	}
+	id, ok := s.responseID()
+	if !ok {
+		return nil
+	}
+	return l.errorCode(id, CodeMalformedResponse, l.malformedText(s))
+}
+
 // errorResponse is the JSON-RPC error response for request id (raw JSON) that takes the
 // place of an oversized response.
 func (l msgLimit) errorResponse(id []byte) []byte { return l.errorWith(id, l.tooLargeText()) }
 
 // errorWith is errorResponse with the message text.
 func (l msgLimit) errorWith(id []byte, text string) []byte {
+	return l.errorCode(id, CodeResultTooLarge, text)
+}
+
+// errorCode is the JSON-RPC error response for request id with code and text.
+func (l msgLimit) errorCode(id []byte, code int64, text string) []byte {
 	msg, _ := json.Marshal(text)
 	out := make([]byte, 0, 96+len(id)+len(msg))
 	out = append(out, `{"jsonrpc":"2.0","id":`...)
 	out = append(out, id...)
 	out = append(out, `,"error":{"code":`...)
-	out = strconv.AppendInt(out, CodeResultTooLarge, 10)
+	out = strconv.AppendInt(out, code, 10)
 	out = append(out, `,"message":`...)
 	out = append(out, msg...)
 	return append(out, "}}"...)
@@ -315,6 +356,11 @@ func (s *scanner) topID() ([]byte, bool) {
 	id := s.id.bytes()
 	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
 		return nil, false // null, true, false: not an id of ours
+	}
+	// The scanner does not validate: an id like 7x or "a\q" in a malformed message
+	// would make the error response for it one the SDK cannot decode either.
+	if !sjson.Valid(id) {
+		return nil, false
 	}
 	return id, true
 }

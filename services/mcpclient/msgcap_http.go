@@ -617,15 +617,14 @@ func (e *eventReader) dispatch() {
 	if e.over {
 		e.over = false
 		if r := e.lim.dropped(&e.scan, e.seen); r != nil {
-			var out []byte
+			var name, id []byte
 			if e.name.n > 0 && !e.name.long {
-				out = append(append(append(out, "event: "...), bytes.TrimSpace(e.name.bytes())...), '\n')
+				name = e.name.bytes()
 			}
 			if e.id.n > 0 && !e.id.long {
-				out = append(append(append(out, "id: "...), bytes.TrimSpace(e.id.bytes())...), '\n')
+				id = e.id.bytes()
 			}
-			out = append(append(append(out, "data: "...), r...), "\n\n"...)
-			e.out = out
+			e.out = replacementEvent(name, id, r)
 		}
 		return
 	}
@@ -633,13 +632,58 @@ func (e *eventReader) dispatch() {
 		return // only comments
 	}
 	if data, ok := e.decodable(); !ok {
-		// Dropped, and the stream goes on: the SDK would end the session on it.
-		e.lim.notJSON(data[:min(len(data), strayKeep)], int64(len(data)))
+		// Dropped, and the stream goes on: the SDK would end the session on it. A
+		// response to one of our calls is answered with an error at once.
+		var answered []byte
+		if r := e.lim.unreadable(&e.scan); r != nil {
+			answered = e.scan.id.bytes()
+			name, id := e.fields()
+			e.out = replacementEvent(name, id, r)
+		}
+		e.lim.notJSON(data[:min(len(data), strayKeep)], int64(len(data)), answered)
 		e.ev = e.ev[:0]
 		return
 	}
 	e.out = append(e.ev, '\n')
 	e.ev = e.ev[:0]
+}
+
+// replacementEvent is the event that carries r, an error response, in place of an event
+// named name with SSE id id (each left out when nil).
+func replacementEvent(name, id, r []byte) []byte {
+	var out []byte
+	if name != nil {
+		out = append(append(append(out, "event: "...), bytes.TrimSpace(name)...), '\n')
+	}
+	if id != nil {
+		out = append(append(append(out, "id: "...), bytes.TrimSpace(id)...), '\n')
+	}
+	return append(append(append(out, "data: "...), r...), "\n\n"...)
+}
+
+// fields returns the values of the kept event's "event" and "id" lines (the last of
+// each), nil for one it has not or that is empty.
+func (e *eventReader) fields() (name, id []byte) {
+	defer func() {
+		if len(bytes.TrimSpace(name)) == 0 {
+			name = nil
+		}
+		if len(bytes.TrimSpace(id)) == 0 {
+			id = nil
+		}
+	}()
+	for rest := e.ev; len(rest) > 0; {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		field, value, _ := bytes.Cut(line, []byte{':'})
+		switch string(field) {
+		case "event":
+			name = value
+		case "id":
+			id = value
+		}
+	}
+	return name, id
 }
 
 // decodable checks the kept event's data as the SDK will read it (each data line

@@ -189,6 +189,7 @@ type frameReader struct {
 	stray     bool   // dropping the rest of a line that is not a message
 	strayText []byte // its first strayKeep bytes, for lim.notJSON
 	straySeen int64  // its bytes so far
+	strayID   []byte // the id of the call it was answered for (msgLimit.unreadable), or empty
 
 	peak int // the largest capacity msg reached, for tests
 }
@@ -273,8 +274,13 @@ func (f *frameReader) step() {
 		return
 	}
 	if !readable(f.msg, &f.scan) {
-		// Dropped with the rest of its line: "[INFO] listening" is one log line.
+		// Dropped with the rest of its line: "[INFO] listening" is one log line. A
+		// response to one of our calls is answered with an error at once.
 		f.startStray(f.msg)
+		if r := f.lim.unreadable(&f.scan); r != nil {
+			f.strayID = append(f.strayID[:0], f.scan.id.bytes()...)
+			f.out = append(r, '\n')
+		}
 		return
 	}
 	f.msg = append(f.msg, '\n')
@@ -284,7 +290,7 @@ func (f *frameReader) step() {
 // startStray begins dropping a line that is not a message; start is what of it was
 // read already.
 func (f *frameReader) startStray(start []byte) {
-	f.stray, f.straySeen = true, int64(len(start))
+	f.stray, f.straySeen, f.strayID = true, int64(len(start)), f.strayID[:0]
 	f.strayText = append(f.strayText[:0], start[:min(len(start), strayKeep)]...)
 }
 
@@ -310,5 +316,9 @@ func (f *frameReader) skipStray(chunk []byte) {
 // endStray reports the line dropped.
 func (f *frameReader) endStray() {
 	f.stray = false
-	f.lim.notJSON(f.strayText, f.straySeen)
+	var answered []byte
+	if len(f.strayID) > 0 {
+		answered = f.strayID
+	}
+	f.lim.notJSON(f.strayText, f.straySeen, answered)
 }

@@ -117,6 +117,7 @@ func TestFrameReader(t *testing.T) {
 	const max = 128
 	lim, _ := testLimit(max)
 	errFor := func(id string) string { return string(lim.errorResponse([]byte(id))) + "\n" }
+	badFor := func(id string) string { return malformedFor(lim, id) + "\n" }
 	// Every case is followed by a normal message, which must come through after it.
 	const next = `{"jsonrpc":"2.0","id":100,"result":{}}`
 	for _, tc := range []struct {
@@ -151,6 +152,15 @@ func TestFrameReader(t *testing.T) {
 		{"junk after a message", `{"jsonrpc":"2.0","id":1} and more` + "\n", `{"jsonrpc":"2.0","id":1}` + "\n", "not a JSON-RPC message"},
 		{"a banner longer than the cap", pad(10*max) + "\n", "", "not a JSON-RPC message"},
 		{"a banner with CRLF", "ready\r\n", "", "not a JSON-RPC message"},
+		// A malformed response to one of our calls is answered with an error for its id,
+		// so the call fails at once instead of at its timeout.
+		{"a malformed response is answered", `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}],}}` + "\n",
+			badFor("7"), "answered_id=7"},
+		{"a malformed response, the id last", `{"jsonrpc":"2.0","result":{"ok":tru},"id":"r-9"} trailing` + "\n", badFor(`"r-9"`), "not a JSON-RPC message"},
+		{"a malformed request is only dropped", `{"jsonrpc":"2.0","id":5,"method":"ping","params":{,}}` + "\n", "", "not a JSON-RPC message"},
+		{"a malformed response with a malformed id", `{"jsonrpc":"2.0","id":7x,"result":{}}` + "\n", "", "not a JSON-RPC message"},
+		{"a malformed response with id null", `{"jsonrpc":"2.0","id":null,"result":{,}}` + "\n", "", "not a JSON-RPC message"},
+		{"a malformed log line with an id", `{"level":"info","id":7,"msg":"x",}` + "\n", "", "not a JSON-RPC message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -173,6 +183,13 @@ func TestFrameReader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// malformedFor is the error response that answers a malformed response to call id (raw
+// JSON) from server "srv".
+func malformedFor(lim msgLimit, id string) string {
+	return string(lim.errorCode([]byte(id), CodeMalformedResponse,
+		"malformed response: srv sent an answer that is not a JSON-RPC message the client can read (not valid JSON)"))
 }
 
 // The replacement is a JSON-RPC error response the SDK decodes for the right call.
@@ -203,6 +220,7 @@ func TestEventReader(t *testing.T) {
 	errEvent := func(fields, id string) string {
 		return fields + "data: " + string(lim.errorResponse([]byte(id))) + "\n\n"
 	}
+	badEvent := func(fields, id string) string { return fields + "data: " + malformedFor(lim, id) + "\n\n" }
 	big := pad(2000)
 	capped := `["` + pad(max-4) + `"]`                            // max bytes of JSON
 	half1, half2 := `["`+pad(max/2-4)+`",`, `"`+pad(max/2-4)+`"]` // max/2 and max/2-1 bytes, joined by the newline: max
@@ -244,6 +262,15 @@ func TestEventReader(t *testing.T) {
 		{"a huge comment", ": " + pad(100_000) + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
 		{"a huge unknown field", "foo: " + pad(100_000) + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
 		{"a huge field name", pad(100_000) + ": x\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
+		// A malformed response to one of our calls is answered with an error for its id.
+		{"a malformed response is answered", "event: message\nid: 0_3\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"content\":[],}}\n\n",
+			badEvent("event: message\nid: 0_3\n", "7"), "answered_id=7"},
+		{"a malformed response over two data lines", "data: {\"jsonrpc\":\"2.0\",\"id\":7,\ndata: \"result\":{,}}\nid: 0_4\n\n",
+			badEvent("id: 0_4\n", "7"), "answered_id=7"},
+		{"a malformed response cut short", "data: {\"jsonrpc\":\"2.0\",\"id\":\"s-1\",\"result\":{\"text\":\"x\n\n", badEvent("", `"s-1"`), "not a JSON-RPC message"},
+		{"a malformed response with a long id", "data: {\"jsonrpc\":\"2.0\",\"id\":\"" + pad(200) + "\",\"result\":{,}}\n\n", "", "not a JSON-RPC message"},
+		{"a malformed notification", "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\",\"params\":{,}}\n\n", "", "not a JSON-RPC message"},
+		{"an id cut short", "data: {\"jsonrpc\":\"2.0\",\"result\":{},\"id\":7\n\n", "", "not a JSON-RPC message"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -643,6 +670,24 @@ func TestReadersDropTooDeep(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Errorf("SSE, depth %d: got %d bytes, %v", tc.depth, len(got), err)
 		}
+	}
+}
+
+// A response nested deeper than the SDK decodes is answered with an error for its call
+// that says so, on both readers.
+func TestReadersAnswerTooDeep(t *testing.T) {
+	t.Parallel()
+	lim, _ := testLimit(1 << 20)
+	msg := `{"jsonrpc":"2.0","id":3,"result":` + strings.Repeat("[", sdkMaxDepth) + strings.Repeat("]", sdkMaxDepth) + `}`
+	want := string(lim.errorCode([]byte("3"), CodeMalformedResponse,
+		"malformed response: srv sent an answer that is not a JSON-RPC message the client can read (nested deeper than 1000 levels)"))
+	got, err := io.ReadAll(newFrameReader(strings.NewReader(msg+"\n"), lim))
+	if err != nil || string(got) != want+"\n" {
+		t.Errorf("stdio: got %.300q, %v, want %q", got, err, want)
+	}
+	got, err = io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: "+msg+"\n\n")), lim))
+	if err != nil || string(got) != "data: "+want+"\n\n" {
+		t.Errorf("SSE: got %.300q, %v, want %q", got, err, want)
 	}
 }
 

@@ -153,3 +153,38 @@ func TestStrayEvents(t *testing.T) {
 		})
 	}
 }
+
+// A stdio server whose answer to a call is malformed JSON (here made so by a filter on
+// its standard output) fails that call at once with an error that says so, rather than
+// at the call's timeout; the session goes on.
+func TestMalformedResponseFailsFast(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	cmd, args, envm := mcptest.StdioCommand(&mcptest.Options{Name: "malformed"}, filepath.Join(t.TempDir(), "control"))
+	// The answer to echo "MALFORM" gets a comma after the string: not JSON, id intact.
+	script := `"$0" "$@" | sed -u 's/MALFORM"/MALFORM",/g'`
+	sv := e.create(t, registry.Spec{Name: "malformed", Type: registry.TypeStdio, Command: "sh",
+		Args: append([]string{"-c", script, cmd}, args...), Env: envm, Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	cs, err := e.mgr.Session(sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "MALFORM"}})
+	if err == nil || !strings.Contains(err.Error(), "malformed response: malformed sent an answer that is not a JSON-RPC message") {
+		t.Fatalf("the malformed answer: %v %+v, want a malformed response error", err, res)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the call failed after %s, want at once", d)
+	}
+	waitStderr(t, e, sv.ID, strayMark+`{"jsonrpc"`)
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "after"}}); err != nil || res.IsError {
+		t.Fatalf("a call after the malformed answer: %v %+v", err, res)
+	}
+	if sv := e.server(t, sv.ID); sv.Status != registry.StatusConnected {
+		t.Fatalf("status %s, want still connected", sv.Status)
+	}
+}
