@@ -2,7 +2,6 @@ package executions_test
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,14 +45,7 @@ func TestSweepLeavesAJobItsLiveRunnerJustLetGo(t *testing.T) {
 
 	failing := e.create(e.admin, step("mt__echo", `{"message":"three"}`))
 	pickedLongAgo(failing.ID)
-	testkit.Exec(t, e.app.Owner, `CREATE FUNCTION refuse_step() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'disk full'; END $$;
-		CREATE TRIGGER refuse_step BEFORE UPDATE ON tool_calls FOR EACH ROW
-		WHEN (NEW.status = 'running') EXECUTE FUNCTION refuse_step()`)
-	if err := executions.WorkRun(e.ctx, runner, failing.ID, 1, 25); err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Fatalf("a job whose step the database refuses to start: %v; want the error River retries", err)
-	}
-	testkit.Exec(t, e.app.Owner, `DROP TRIGGER refuse_step ON tool_calls; DROP FUNCTION refuse_step()`)
+	e.failToStart(runner, failing.ID)
 
 	// Created last, with no job at all: once the sweep queued it, it went past the others.
 	dropped := e.create(e.admin, step("mt__echo", `{"message":"dropped"}`))

@@ -383,14 +383,7 @@ func TestSweepQueuesARetriedJobWhosePickerDied(t *testing.T) {
 	const runnerID = "ffffffff-ffff-4fff-8fff-ffffffffffff"
 	runner := e.replica(runnerID, func(string) bool { return true })
 	ex := e.create(e.admin, step("mt__echo", `{"message":"one"}`))
-	testkit.Exec(t, e.app.Owner, `CREATE FUNCTION refuse_step() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN RAISE EXCEPTION 'disk full'; END $$;
-		CREATE TRIGGER refuse_step BEFORE UPDATE ON tool_calls FOR EACH ROW
-		WHEN (NEW.status = 'running') EXECUTE FUNCTION refuse_step()`)
-	if err := executions.WorkRun(e.ctx, runner, ex.ID, 1, 25); err == nil || !strings.Contains(err.Error(), "disk full") {
-		t.Fatalf("a job whose step the database refuses to start: %v; want the error River retries", err)
-	}
-	testkit.Exec(t, e.app.Owner, `DROP TRIGGER refuse_step ON tool_calls; DROP FUNCTION refuse_step()`)
+	e.failToStart(runner, ex.ID)
 	// River retries the job; replica e picks it up and dies before it records itself.
 	testkit.Exec(t, e.pool, `UPDATE river_job SET state = 'running', attempt = 2, attempted_at = now() - interval '10 minutes',
 		attempted_by = ARRAY['replica-f', 'replica-e'] WHERE kind = 'execution.run' AND args->>'execution_id' = $1::text`, ex.ID)
@@ -415,4 +408,18 @@ func TestSweepQueuesARetriedJobWhosePickerDied(t *testing.T) {
 func (e *env) forgottenBefore(id, ago string) {
 	e.t.Helper()
 	testkit.Exec(e.t, e.pool, `UPDATE executions SET updated_at = now() - $2::interval - interval '1 second' WHERE id = $1`, id, ago)
+}
+
+// failToStart runs execution id's job on runner while the database refuses to start its
+// step ("disk full"): the job fails with the error River retries, its runner forgotten.
+func (e *env) failToStart(runner *executions.Service, id string) {
+	e.t.Helper()
+	testkit.Exec(e.t, e.app.Owner, `CREATE FUNCTION refuse_step() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN RAISE EXCEPTION 'disk full'; END $$;
+		CREATE TRIGGER refuse_step BEFORE UPDATE ON tool_calls FOR EACH ROW
+		WHEN (NEW.status = 'running') EXECUTE FUNCTION refuse_step()`)
+	if err := executions.WorkRun(e.ctx, runner, id, 1, 25); err == nil || !strings.Contains(err.Error(), "disk full") {
+		e.t.Fatalf("a job whose step the database refuses to start: %v; want the error River retries", err)
+	}
+	testkit.Exec(e.t, e.app.Owner, `DROP TRIGGER refuse_step ON tool_calls; DROP FUNCTION refuse_step()`)
 }

@@ -115,22 +115,7 @@ func wait(t *testing.T, ch <-chan callOutcome) *mcp.CallToolResult {
 // pending waits for tina's execution of tool awaiting approval.
 func (e *holdEnv) pending(t *testing.T, tool string) *executions.Execution {
 	t.Helper()
-	var found *executions.Execution
-	webtest.WaitFor(t, 10*time.Second, func() bool {
-		page, err := e.srv.Executions.List(context.Background(), executions.Query{RequestedBy: e.tina.ID,
-			Status: []executions.Status{executions.AwaitingApproval}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, ex := range page.Items {
-			if ex.Plan.Steps[0].Tool == tool {
-				found = &ex
-				return true
-			}
-		}
-		return false
-	}, "no execution of "+tool+" awaits approval")
-	return found
+	return e.awaitingOf(t, e.tina.ID, tool)
 }
 
 // A MEDIUM call waits in the request until a person confirms it, and returns the real
