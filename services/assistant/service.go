@@ -1501,7 +1501,8 @@ func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor,
 			return res, fault.Conflict("server_disabled", fmt.Sprintf(
 				"the server %s is disabled, so its tools cannot be discovered: enable it first (say \"enable the server %s\")", sv.Name, sv.Name)).About("server")
 		}
-		if !connecting(s.mcp.Snapshot(id)) || time.Now().After(deadline) {
+		// Connected by now: it connected after Discover looked, so it is asked again.
+		if sn := s.mcp.Snapshot(id); !connecting(sn) && sn.Status != registry.StatusConnected || time.Now().After(deadline) {
 			return res, err
 		}
 		select {
