@@ -102,9 +102,9 @@ func TestStdioProcessDiesAndComesBack(t *testing.T) {
 	if err := ctl.Die(); err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitStatus(t, sv.ID, registry.StatusError)
-	if got.LastError == nil || !strings.Contains(*got.LastError, "exit status 3") {
-		t.Fatalf("last error: got %v, want it to mention the exit status", got.LastError)
+	// From the event: the row's error may last less than a poll before the reconnect.
+	if lastError := e.waitStatusEvent(t, sv.ID, registry.StatusError); !strings.Contains(lastError, "exit status 3") {
+		t.Fatalf("last error: got %q, want it to mention the exit status", lastError)
 	}
 	e.waitStatus(t, sv.ID, registry.StatusConnected)
 	mcptest.WaitControl(t, control)
