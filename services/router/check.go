@@ -120,26 +120,27 @@ func (a checkedArgs) recorded(raw json.RawMessage) json.RawMessage {
 // validate. The entry is nil when the name did not resolve; an error with an entry
 // is a refusal of that tool. The name is resolved first (it never depends on the
 // arguments), so arguments that are not a JSON object are a refusal of the tool named,
-// recorded as one.
+// recorded as one; but only once the caller may call it: a caller the tool is
+// forbidden to is told so (and audited as such) whatever its arguments.
 func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error) {
 	res, err := r.resolve(ctx, c.Tool)
 	if err != nil {
 		return nil, checkedArgs{}, err
 	}
 	e := res.e
-	args, err := parseArguments(c.Arguments)
-	if err != nil {
-		return e, checkedArgs{}, err
-	}
+	args, argsErr := parseArguments(c.Arguments)
 	if err := r.pinned(ctx, e, c.Pin); err != nil {
 		return e, checkedArgs{}, err
 	}
 	var failed checkedArgs // what a refusal is recorded with
-	if res.addOperation(args) {
+	if argsErr == nil && res.addOperation(args) {
 		failed.withOperation, _ = json.Marshal(args)
 	}
 	if err := r.admit(ctx, e, c); err != nil {
 		return e, failed, err
+	}
+	if argsErr != nil {
+		return e, checkedArgs{}, argsErr
 	}
 	if utf8.RuneCountInString(c.ConversationID) > MaxConversationID {
 		// Conversations, grants and executions keep it: too long is refused whatever the tool.

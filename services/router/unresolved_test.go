@@ -84,6 +84,28 @@ func TestBadArgumentsOfARealToolAreRecorded(t *testing.T) {
 	}
 }
 
+// A caller the tool is forbidden to is told so, and audited as such, whatever its
+// arguments: with bad ones it was answered invalid_arguments, the refusal unaudited as
+// one of access.
+func TestBadArgumentsToAForbiddenToolAreForbidden(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	e.server("bf", true, "echo")
+	guest := audit.Actor{Kind: audit.ActorUser, Name: "guest-prober"}
+	for _, bad := range []string{`{"message":`, `"x"`, `{"message":"x"}`} {
+		_, err := e.r.Call(e.ctx, router.Call{Tool: "bf__echo", Arguments: json.RawMessage(bad), Actor: guest,
+			Role: auth.RoleGuest, Source: router.SourceAPI})
+		if codeOf(err) != router.CodeForbidden {
+			t.Fatalf("a guest's call with arguments %s: got %v, want forbidden", bad, err)
+		}
+	}
+	e.flush()
+	if got := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call.refused' AND actor_name = 'guest-prober'
+		AND payload->>'code' = 'forbidden'`); got != 3 {
+		t.Errorf("forbidden refusals audited: %d, want 3", got)
+	}
+}
+
 // The tool.call row says what let the call through, not what it carried: a MEDIUM call
 // that also carries a typed phrase (kept by the test panel from another operation) ran
 // on its confirm.
