@@ -428,6 +428,15 @@ func (a *App) Components() []Component { return a.components }
 func (a *App) Start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	// The first administrator is created last (below), but a password it would refuse is
+	// known now: said before any component starts, not after all of them did.
+	why, err := a.Auth.CheckBootstrap(ctx, a.cfg.AdminPassword)
+	if err != nil {
+		return fmt.Errorf("app: %w", err)
+	}
+	if why != "" {
+		return fmt.Errorf("app: the first administrator's password (--admin-password or TOOLWARDEN_ADMIN_PASSWORD) %s; give a longer one, or none to have a random one printed", why)
+	}
 	for _, c := range a.components {
 		if c.Scope == Once || skipped(a.cfg.Skip, c.Name) {
 			continue // Once components are periodic jobs of "jobs"

@@ -405,6 +405,27 @@ func (s *Service) Bootstrap(ctx context.Context, password string) (string, error
 	return password, nil
 }
 
+// CheckBootstrap says before a start whether Bootstrap would refuse password: on a
+// database with no user yet, a password given that the rules refuse is the reason,
+// as text; with users there (Bootstrap does nothing) or none given (a random one), "".
+func (s *Service) CheckBootstrap(ctx context.Context, password string) (string, error) {
+	why := ""
+	if password != "" {
+		why = checkPassword("admin", password)
+	}
+	if why == "" {
+		return "", nil
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `/* auth.CheckBootstrap */ SELECT count(*) FROM users`).Scan(&n); err != nil {
+		return "", fmt.Errorf("auth: bootstrap check: %w", err)
+	}
+	if n > 0 {
+		return "", nil
+	}
+	return why, nil
+}
+
 // ChangePassword is a person changing their own password: current must be their
 // password now, next must pass the rules of CreateUser. Every session of the user
 // ends, the one the change came from too: it goes on as the returned new session
