@@ -176,3 +176,25 @@ func TestDiscoveryNumbersRoundTrip(t *testing.T) {
 		t.Fatalf("minimum raised: got version %s, want 2.0", tl.Version())
 	}
 }
+
+// A server that changes only how it writes a number changes its tool's pin (a hash of
+// the text): the new version says what changed, not nothing.
+func TestNotationOnlyChangeIsListed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("notes"))
+	first := numbersTool("Tunes the rate")
+	f.discover(sv.ID, discovery("connect", first))
+	f.discover(sv.ID, discovery("connect", jsonbForm(first)))
+	tl := f.toolsByName(sv.ID)["tune"]
+	vs, err := f.reg.ToolVersions(f.ctx, tl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 2 || vs[0].VersionMajor != 1 || vs[0].VersionMinor != 1 || vs[0].Breaking {
+		t.Fatalf("versions after a notation-only change: %+v, want a non-breaking 1.1 first", vs)
+	}
+	if len(vs[0].Changes) != 1 || vs[0].Changes[0].Kind != "notation" || !strings.Contains(vs[0].Changes[0].Message, "notation") {
+		t.Errorf("the 1.1 version's changes: %+v, want one saying only a notation changed", vs[0].Changes)
+	}
+}

@@ -150,7 +150,7 @@ func canonical(raw json.RawMessage) any {
 
 // Change is one difference between two versions of a tool definition.
 type Change struct {
-	Kind     string `json:"kind"`           // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, parameter_changed, description, title, behaviour, input_schema, output_schema, annotations, more
+	Kind     string `json:"kind"`           // parameter_added, parameter_removed, parameter_retyped, parameter_required, parameter_optional, parameter_changed, description, title, behaviour, input_schema, output_schema, annotations, notation, more
 	Path     string `json:"path,omitempty"` // a parameter's, "/o/b" for b within object parameter o
 	Message  string `json:"message"`
 	Breaking bool   `json:"breaking"`
@@ -232,6 +232,12 @@ func Diff(old, new ToolDef) []Change {
 	}
 	return ClipChanges(out)
 }
+
+// notationChange is the change of a definition whose hash changed though Diff found
+// nothing: only how it writes a value (1.0 for 1, 1e-05 for 0.00001), which the pin,
+// a hash of the text, tells apart.
+var notationChange = Change{Kind: "notation",
+	Message: "how the definition writes a value changed (a number's notation, such as 1.0 for 1), not what it means"}
 
 // Input schemas come from servers, which may be hostile: Diff decodes each once, looks
 // at most maxDiffDepth schemas deep (parameters in parameters, items, ...) and compares
@@ -1026,6 +1032,10 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	parallel(len(list), func(i int) {
 		if cur, ok := byName[list[i].Def.Name]; ok && cur.DefinitionHash != list[i].Hash {
 			diffs[i] = Diff(cur.def, list[i].Def)
+			if len(diffs[i]) == 0 {
+				// Diff compares numbers by value; the pin hashes them as written.
+				diffs[i] = []Change{notationChange}
+			}
 		}
 	})
 
