@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
@@ -157,6 +158,11 @@ func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
 			err = s.opened(ctx, t)
 		case TerminalExited:
 			err = s.ended(ctx, t)
+			if err != nil && t.endedFor.Load() != nil {
+				// Its audit row is written with the record or not at all, and no later
+				// sweep knows why it ended: it is tried again for a while.
+				go ts.endedLater(t, err)
+			}
 		case TerminalClosed:
 			err = s.gone(ctx, t)
 		}
@@ -168,6 +174,32 @@ func (ts *Terminals) changed(t *Terminal, c TerminalChange) {
 	if ts.opts.OnChange != nil {
 		ts.opts.OnChange(t, c)
 	}
+}
+
+// endedRetryFor is how long an audited end whose record could not be written (the
+// database down or a lock held) is tried again.
+const endedRetryFor = 5 * time.Minute
+
+// endedLater tries again to record an audited end (revoked, disabled, an
+// administrator's) whose first write failed with first.
+func (ts *Terminals) endedLater(t *Terminal, first error) {
+	ctx, cancel := context.WithTimeout(context.Background(), endedRetryFor)
+	defer cancel()
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval, bo.MaxInterval = 200*time.Millisecond, 10*time.Second
+	tries := 1
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		tries++
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		defer acancel()
+		return struct{}{}, ts.opts.Store.endedAgain(actx, t, true)
+	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(endedRetryFor))
+	if err != nil {
+		ts.opts.Logger.Error("terminals: the end of a terminal was not recorded nor audited", "terminal", t.ID,
+			"reason", *t.endedFor.Load(), "tries", tries, "first_err", first, "err", err)
+		return
+	}
+	ts.opts.Logger.Info("terminals: recorded and audited a terminal's end after a failed write", "terminal", t.ID, "tries", tries)
 }
 
 // TypedLine is a line one input completed (TerminalOptions.OnInput).

@@ -97,6 +97,14 @@ func (s *TerminalStore) opened(ctx context.Context, t *Terminal) error {
 }
 
 func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
+	return s.endedAgain(ctx, t, false)
+}
+
+// endedAgain is ended; again, it is a later try of an audited end whose first write
+// failed: the sweep's reconcile or the terminal's close may have written the record
+// meanwhile (its reason is set again over a bare 'closed'), and a first try whose commit
+// went through though it reported an error has its audit row already.
+func (s *TerminalStore) endedAgain(ctx context.Context, t *Terminal, again bool) error {
 	why := t.endedFor.Load()
 	if why == nil {
 		_, err := s.pool.Exec(ctx, `/* builtin.TerminalEnded */
@@ -109,8 +117,16 @@ func (s *TerminalStore) ended(ctx context.Context, t *Terminal) error {
 	return db.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `/* builtin.TerminalEndedFor */
 			UPDATE terminals SET ended_at = coalesce(ended_at, now()), exit_code = $2, ended_reason = $3
-			WHERE id = $1 AND ended_at IS NULL`, t.ID, t.exit, *why); err != nil {
+			WHERE id = $1 AND (ended_at IS NULL OR $4 AND ended_reason = 'closed')`, t.ID, t.exit, *why, again); err != nil {
 			return err
+		}
+		if again {
+			var done bool
+			if err := tx.QueryRow(ctx, `/* builtin.TerminalEndAudited */
+				SELECT EXISTS (SELECT 1 FROM audit_log WHERE target_id = $1 AND target_id <> '' AND target_type = 'terminal' AND action = 'terminal.end')`,
+				t.ID).Scan(&done); err != nil || done {
+				return err
+			}
 		}
 		actor := audit.System
 		if by := t.endedBy.Load(); by != nil {
