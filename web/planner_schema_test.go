@@ -17,7 +17,7 @@ import (
 
 // A planner is shown the input schema a caller sees: a parameter the tool's
 // configuration fixes is left out (a plan that gave it would be refused), and the plan
-// runs with the fixed value.
+// runs with the fixed value once a person confirms it.
 func TestPlannerLeavesOutFixedParameters(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -64,5 +64,11 @@ func TestPlannerLeavesOutFixedParameters(t *testing.T) {
 	if _, ok := schema.Properties["b"]; ok || schema.Properties["a"] == nil {
 		t.Fatalf("mt__add as the planner saw it: %s, want a without the fixed b", req.Tools[0].Function.Parameters)
 	}
+	// A plan the model wrote waits for a person's confirm, low as its steps are.
+	if ex.Status != "awaiting_approval" || ex.Risk != "medium" {
+		t.Fatalf("the model's plan: %s at %s risk, want awaiting_approval at medium", ex.Status, ex.Risk)
+	}
+	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
+	admin.json(http.MethodPost, "/api/v1/executions/"+ex.ID+"/confirm", map[string]any{"plan_hash": ex.PlanHash}, http.StatusOK, nil)
 	waitExec(t, api, ex.ID, "success")
 }

@@ -123,8 +123,9 @@ const SourceMCP = "mcp"
 
 // Create plans (when given a prompt), prepares and stores a plan, and asks for its
 // approval: a LOW plan is approved by policy and starts at once; MEDIUM waits for a
-// confirm and HIGH for the typed phrase. Bad input is a *verr.Error (or a
-// planner.NotUnderstood fault) and stores nothing.
+// confirm and HIGH for the typed phrase. A plan a language model wrote is at least
+// MEDIUM (modelFloor). Bad input is a *verr.Error (or a planner.NotUnderstood fault)
+// and stores nothing.
 func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, error) {
 	if in.MaxWaiting == 0 && c.Actor.Kind == audit.ActorToken {
 		// An agent in a loop must not bury the approvers, by whichever route its token
@@ -158,6 +159,7 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		return nil, err
 	}
 	level, why := plan.Risk()
+	level, why = modelFloor(plannerName, level, why)
 	st, err := s.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -236,6 +238,20 @@ func (s *Service) Create(ctx context.Context, c Caller, in Input) (*Execution, e
 		return nil, err
 	}
 	return ex, nil
+}
+
+// modelFloor is the level a plan waits at: its riskiest step's, but at least MEDIUM when
+// a language model wrote it (its planner's name starts with "llm"). A model's steps are
+// steered by what it reads, upstream servers' tool descriptions included, and nothing
+// checks them against what the person asked, so a person sees and confirms them before
+// any runs: a policy approval would start a run nobody saw. The steps keep their own
+// levels; the rule-based planner's LOW plans still start at once.
+func modelFloor(plannerName string, level risk.Level, why string) (risk.Level, string) {
+	if level != risk.Low || !strings.HasPrefix(plannerName, "llm") {
+		return level, why
+	}
+	return risk.Medium, "every step is low risk, but a language model (" + plannerName + ") wrote the plan: " +
+		"a person confirms its steps before any runs"
 }
 
 // request is the plan to prepare: the one given, or the planner's for the prompt.

@@ -25,7 +25,7 @@ type LLMOptions struct {
 	APIKey     string        // sent as "Authorization: Bearer <key>" when set; never logged or returned
 	Timeout    time.Duration // for one planning request; 0 means 60 s
 	HTTPClient *http.Client  // nil means a client of its own
-	MaxTools   int           // tools sent at most, the first ones in the order given; 0 means 128
+	MaxTools   int           // tools sent at most, those most relevant to the prompt (relevant); 0 means 128
 	// Gate bounds the planning requests sent to the model (see ForCaller); nil means a
 	// gate of its own with the default bounds.
 	Gate *Gate
@@ -155,17 +155,18 @@ type chatResponse struct {
 	Error json.RawMessage `json:"error"`
 }
 
-// Plan asks the model for tool calls over the first MaxTools tools and returns them as
-// steps. A model that calls no tool gives a NotUnderstood fault carrying what it said instead.
+// Plan asks the model for tool calls over at most MaxTools of the tools (relevant: the
+// ones sharing the most words with the prompt) and returns them as steps. A model that
+// calls no tool, or one it was not offered, gives a NotUnderstood fault: what it said,
+// cut and labelled as the model's words, and how many tools it was not shown.
 // Each request passes the planner's Gate first, counted against the person ForCaller
 // named; past it, it is refused with the Gate's fault and the model is not asked.
 func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, error) {
 	if strings.TrimSpace(prompt) == "" {
 		return Plan{}, NotUnderstood{Message: "The prompt is empty. Say what to do with the tools available.", Offset: -1}.err()
 	}
-	if len(tools) > l.maxTools {
-		tools = tools[:l.maxTools]
-	}
+	total := len(tools)
+	tools = relevant(prompt, tools, l.maxTools)
 	if len(tools) == 0 {
 		return Plan{}, NotUnderstood{Message: "No tools are available to plan with: a tool must be enabled and you must be allowed to use it.", Offset: -1}.err()
 	}
@@ -199,7 +200,7 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 	}
 	if len(resp.Choices) == 0 {
 		if msg := errorMessage(resp.Error); msg != "" {
-			return Plan{}, fmt.Errorf("planner: the model server at %s answered with an error: %s", l.host(), l.redact(msg))
+			return Plan{}, fmt.Errorf("planner: the model server at %s answered with an error: %s", l.host(), l.clipped(msg))
 		}
 		return Plan{}, fmt.Errorf("planner: the model server at %s answered with no choices", l.host())
 	}
@@ -212,15 +213,25 @@ func (l *LLM) Plan(ctx context.Context, prompt string, tools []Tool) (Plan, erro
 		calls = append(calls, *msg.FunctionCall)
 	}
 	if len(calls) == 0 {
-		text := strings.TrimSpace(contentText(msg.Content))
-		if text == "" {
-			text = "The model proposed no tool calls for this prompt. Say more precisely what to do, or name the tools to use."
+		// The model's words, shown as Toolwarden's answer: cut, and said to be the
+		// model's, so a model steered by a tool description cannot pass off a page (or a
+		// "sign in again at ..." link) as Toolwarden's own message.
+		text := "The model proposed no tool calls for this prompt. Say more precisely what to do, or name the tools to use."
+		if said := strings.TrimSpace(contentText(msg.Content)); said != "" {
+			text = "The language model answered: \u201c" + l.clipped(said) + "\u201d"
 		}
-		return Plan{}, NotUnderstood{Message: text, Offset: -1}.err()
+		return Plan{}, NotUnderstood{Message: text + notShown(len(tools), total), Offset: -1}.err()
 	}
 	plan := Plan{Steps: make([]Step, 0, len(calls))}
 	for _, c := range calls {
 		step, err := names.step(tools, c)
+		if errors.Is(err, errNotOffered) {
+			// Not the model server failing, and asking again gets the same tools offered:
+			// the person names the tool, or gives the plan.
+			return Plan{}, NotUnderstood{Message: fmt.Sprintf("The language model called %q, which is not one of the tools it was offered: "+
+				"name the tool to use in the prompt (as server__tool), or give the plan as explicit calls.%s",
+				l.clipped(c.Name), notShown(len(tools), total)), Offset: -1}.err()
+		}
 		if err != nil {
 			return Plan{}, err
 		}
@@ -255,31 +266,44 @@ func (l *LLM) post(ctx context.Context, body []byte) (*chatResponse, error) {
 		return nil, fmt.Errorf("planner: asking the model at %s: %s", l.host(), l.redact(err.Error()))
 	}
 	defer res.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxAnswer+1))
 	if err != nil {
 		if ctx.Err() != nil && context.Cause(ctx) == errTimeout {
 			return nil, fmt.Errorf("%w: %w", errTimeout, context.DeadlineExceeded)
 		}
 		return nil, fmt.Errorf("planner: reading the model's answer: %w", err)
 	}
+	if len(data) > maxAnswer {
+		// Cut short, it would be reported as no chat completion, which it may have been.
+		return nil, fmt.Errorf("planner: the model server at %s sent an answer too large (over %d MiB)", l.host(), maxAnswer>>20)
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		msg := errorMessage(data)
 		if msg == "" {
 			msg = strings.TrimSpace(string(data))
-			if len(msg) > 300 {
-				msg = msg[:300] + "…"
-			}
 		}
 		if msg == "" {
 			msg = "no message"
 		}
-		return nil, fmt.Errorf("planner: the model server at %s answered %s: %s", l.host(), res.Status, l.redact(msg))
+		return nil, fmt.Errorf("planner: the model server at %s answered %s: %s", l.host(), res.Status, l.clipped(msg))
 	}
 	var out chatResponse
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, fmt.Errorf("planner: the model server at %s did not answer with a chat completion: %w", l.host(), err)
 	}
 	return &out, nil
+}
+
+// maxAnswer bounds a model server's answer as read.
+const maxAnswer = 16 << 20
+
+// maxQuoted bounds text the model or its server chose, as quoted in a message to a person.
+const maxQuoted = 300
+
+// clipped is text the model or its server sent, as a message quotes it: the key removed
+// first (so no part of it is left at the cut), then cut to maxQuoted bytes.
+func (l *LLM) clipped(s string) string {
+	return textcheck.Clip(l.redact(s), maxQuoted, "…")
 }
 
 // host names the endpoint in errors: its scheme, host and path only, as a gateway's key
@@ -425,6 +449,9 @@ func encodeName(name, salt string) string {
 	return string(b) + "-" + hex.EncodeToString(sum[:4])
 }
 
+// errNotOffered is a call to a function the request did not offer.
+var errNotOffered = errors.New("not one of the tools it was offered")
+
 // step turns one function call into a step. A name the request did not offer is an
 // error; a dotted name whose first part was offered names that tool with its operation
 // (seed 001: models write "file_operations.read_file").
@@ -439,7 +466,7 @@ func (n *functionNames) step(tools []Tool, c functionCall) (Step, error) {
 		}
 	}
 	if !ok {
-		return Step{}, fmt.Errorf("planner: the model called %q, which is not one of the tools it was offered", c.Name)
+		return Step{}, fmt.Errorf("planner: the model called %q: %w", textcheck.Clip(c.Name, maxQuoted, "…"), errNotOffered)
 	}
 	args, err := callArguments(c.Arguments)
 	if err != nil {

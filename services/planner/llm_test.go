@@ -286,9 +286,10 @@ func TestLLMMaxToolsAndParameters(t *testing.T) {
 	e := newEndpoint(t, func(w http.ResponseWriter, r *http.Request, req chatRequest) {
 		reply(w, nil, "a__three", `{}`)
 	})
-	_, err := planner.NewLLM(e.URL, &planner.LLMOptions{MaxTools: 2}).Plan(context.Background(), "three", tools)
-	if err == nil || !strings.Contains(err.Error(), `"a__three"`) {
-		t.Errorf("got %v, want an error about a__three, which was not offered", err)
+	// No word of the prompt fits a tool: the first two are sent, in the order given.
+	_, err := planner.NewLLM(e.URL, &planner.LLMOptions{MaxTools: 2}).Plan(context.Background(), "do it", tools)
+	if nu, ok := planner.NotUnderstoodIn(err); !ok || !strings.Contains(nu.Message, `"a__three"`) {
+		t.Errorf("got %v, want a not_understood about a__three, which was not offered", err)
 	}
 	sent := e.recorded()[0].body.Tools
 	if len(sent) != 2 || sent[0].Function.Name != "a__one" || sent[1].Function.Name != "a__two" {
@@ -339,10 +340,10 @@ func TestLLMErrors(t *testing.T) {
 	}{
 		{"no tool calls", func(w http.ResponseWriter) {
 			reply(w, "  I cannot do that: there is no tool that sends email.\n")
-		}, nil, "", 1, "I cannot do that: there is no tool that sends email.", nil},
+		}, nil, "", 1, "The language model answered: “I cannot do that: there is no tool that sends email.”", nil},
 		{"no tool calls, content in parts", func(w http.ResponseWriter) {
 			reply(w, []any{map[string]any{"type": "text", "text": "Nothing fits."}})
-		}, nil, "", 1, "Nothing fits.", nil},
+		}, nil, "", 1, "The language model answered: “Nothing fits.”", nil},
 		{"no tool calls, no text", func(w http.ResponseWriter) {
 			reply(w, nil)
 		}, nil, "", 1, "The model proposed no tool calls for this prompt. Say more precisely what to do, or name the tools to use.", nil},
@@ -367,7 +368,8 @@ func TestLLMErrors(t *testing.T) {
 		}, nil, "", 1, "", []string{"no choices"}},
 		{"unknown function", func(w http.ResponseWriter) {
 			reply(w, nil, "fs__read_file", `{}`, "mail__send", `{"to":"x"}`)
-		}, nil, "", 1, "", []string{`"mail__send"`, "not one of the tools"}},
+		}, nil, "", 1, "The language model called \"mail__send\", which is not one of the tools it was offered: " +
+			"name the tool to use in the prompt (as server__tool), or give the plan as explicit calls.", nil},
 		{"arguments not JSON", func(w http.ResponseWriter) {
 			reply(w, nil, "fs__read_file", `{"path":`)
 		}, nil, "", 1, "", []string{"fs__read_file", "not valid JSON"}},
