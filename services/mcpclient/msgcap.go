@@ -88,8 +88,8 @@ func (m *Manager) msgLimit(cfg registry.Connection) msgLimit {
 const sdkMaxDepth = 1000
 
 // readable reports whether msg, one value s scanned to its end, is one the SDK can
-// decode: valid JSON, an object with a "jsonrpc" key or an array (a batch), nested no
-// deeper than the SDK takes. The SDK's reader stops at the first message it cannot decode, ending the
+// decode: valid JSON, an object whose "jsonrpc" is "2.0" or an array (a batch), nested
+// no deeper than the SDK takes. The SDK's reader stops at the first message it cannot decode, ending the
 // session and failing every call in flight, so anything else (a banner, a log line on
 // standard output) is dropped instead, as the TypeScript and Python SDKs skip it.
 //
@@ -99,7 +99,7 @@ const sdkMaxDepth = 1000
 // 200–230 ns each, 270–340, 835. The depth is checked first: its parser recurses once
 // per level.
 func readable(msg []byte, s *scanner) bool {
-	if s.top != '{' && s.top != '[' || s.top == '{' && !s.hasVersion || s.maxDepth > sdkMaxDepth {
+	if s.broken || s.top != '{' && s.top != '[' || s.top == '{' && !s.version2() || s.maxDepth > sdkMaxDepth {
 		return false
 	}
 	return sjson.Valid(msg)
@@ -171,8 +171,14 @@ func (l msgLimit) tooManyText() string {
 // malformedText is the error message of an answer the SDK could not decode, s its scan.
 func (l msgLimit) malformedText(s *scanner) string {
 	why := "not valid JSON"
-	if s.maxDepth > sdkMaxDepth {
+	switch {
+	case s.maxDepth > sdkMaxDepth:
 		why = fmt.Sprintf("nested deeper than %d levels", sdkMaxDepth)
+	case s.broken:
+	case s.top == '[':
+		why = "a batch, where one message was due" // only a JSON body (jsonBody) is refused so
+	case s.hasVersion && !s.version2():
+		why = `its "jsonrpc" is not "2.0"`
 	}
 	return fmt.Sprintf("malformed response: %s sent an answer that is not a JSON-RPC message the client can read (%s)",
 		l.server, why)
@@ -299,7 +305,94 @@ type scanner struct {
 	// hasVersion says the top-level object has a "jsonrpc" key: without one it is no
 	// message (the SDK refuses it), a structured log line written to standard output.
 	hasVersion bool
+	// The SDK takes a message only when its "jsonrpc" decodes to exactly "2.0"
+	// (jsonrpc2.DecodeMessage): the last string given wins, a null leaves the one before,
+	// any other value fails the decoding. versionOK says the last string was "2.0",
+	// versionBad that a value of another type came.
+	version    capture
+	versionOK  bool
+	versionBad bool
+
+	// A line break inside the value where it cannot go on (expect, objects), or inside
+	// a string, ends it there, broken: stdio messages are one a line, and a malformed one
+	// whose braces do not balance would otherwise take the next lines, messages of their
+	// own, with it. Pretty-printed valid JSON always goes on, so it stays one value.
+	expect expectKind
+	strKey bool // the current string is a key, at any depth
+	nl     bool // a newline came since the value's last byte that is not whitespace
+	broken bool // the value ended at a line break: not JSON, whatever came before
+	// objects has bit d set when the container at depth d is an object.
+	objects [syntaxDepth / 64]uint64
 }
+
+// syntaxDepth is how deep the scanner tells objects from arrays (expect); deeper, a
+// comma is taken as followed by anything. Past sdkMaxDepth the value is refused anyway.
+const syntaxDepth = 1024
+
+// expectKind is what may follow the last byte of a value that is not whitespace.
+type expectKind uint8
+
+const (
+	expAny          expectKind = iota // not known: at the top level, or past syntaxDepth
+	expKeyOrClose                     // after '{'
+	expKey                            // after ',' in an object
+	expValueOrClose                   // after '['
+	expValue                          // after ':', or ',' in an array
+	expColon                          // after a key
+	expAfter                          // after a value inside a container: ',' or a closer
+)
+
+// continues reports whether c, the first byte after a line break that is not
+// whitespace, may follow what came before it in valid JSON. It is lenient where that is
+// cheaper: it never refuses what valid JSON has there.
+func (s *scanner) continues(c byte) bool {
+	switch s.expect {
+	case expKeyOrClose:
+		return c == '"' || c == '}'
+	case expKey:
+		return c == '"'
+	case expValueOrClose:
+		return c == ']' || startsValue(c)
+	case expValue:
+		return startsValue(c)
+	case expColon:
+		return c == ':'
+	case expAfter:
+		return c == ',' || c == '}' || c == ']'
+	}
+	return true
+}
+
+// startsValue reports whether a value may begin with c, leniently.
+func startsValue(c byte) bool { return c != ',' && c != ':' && c != '}' && c != ']' }
+
+// setObject notes whether the container just opened at s.depth is an object.
+func (s *scanner) setObject(obj bool) {
+	d := s.depth
+	if d >= syntaxDepth {
+		return
+	}
+	if obj {
+		s.objects[d/64] |= 1 << (d % 64)
+	} else {
+		s.objects[d/64] &^= 1 << (d % 64)
+	}
+}
+
+// afterComma is what may follow a comma in the container at s.depth.
+func (s *scanner) afterComma() expectKind {
+	d := s.depth
+	switch {
+	case d >= syntaxDepth:
+		return expAny
+	case s.objects[d/64]&(1<<(d%64)) != 0:
+		return expKey
+	}
+	return expValue
+}
+
+// version2 reports whether the SDK takes the top-level object's "jsonrpc".
+func (s *scanner) version2() bool { return s.hasVersion && s.versionOK && !s.versionBad }
 
 type keyKind uint8
 
@@ -386,10 +479,13 @@ func (s *scanner) feed(p []byte) (int, bool) {
 	// Positions of the next quote and of the next backslash before it, found with
 	// IndexByte and kept until passed: each byte of a string is looked at about once,
 	// however many escapes it holds, and never past the string's end.
-	quote, slash := -1, -1
+	quote, slash, nl := -1, -1, -1
 	for i := 0; i < len(p); i++ {
 		if s.inStr {
 			if s.esc {
+				if p[i] == '\n' {
+					return s.breakAt(i)
+				}
 				s.esc = false
 				s.keep(p[i : i+1])
 				continue
@@ -400,12 +496,18 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if slash < i {
 				slash = nextIndex(p[:quote], i, '\\') // quote when there is none before it
 			}
-			j := min(quote, slash)
+			if nl < i {
+				nl = nextIndex(p, i, '\n') // a raw newline is no string's: the line ended
+			}
+			j := min(quote, slash, nl)
 			s.keep(p[i:j])
 			if j == len(p) {
 				return len(p), false
 			}
 			i = j
+			if p[j] == '\n' {
+				return s.breakAt(j)
+			}
 			if p[j] == '\\' {
 				s.esc = true
 				s.keep(p[j : j+1])
@@ -416,6 +518,11 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			s.endString()
 			if s.depth == 0 {
 				return s.finish(i + 1)
+			}
+			if s.strKey {
+				s.expect = expColon
+			} else {
+				s.expect = expAfter
 			}
 			continue
 		}
@@ -430,9 +537,20 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if s.depth == 0 {
 				return s.finish(i)
 			}
+			s.expect = expAfter
 		}
 		if isSpace(c) {
+			if c == '\n' && s.depth > 0 {
+				s.nl = true
+			}
 			continue
+		}
+		if s.nl {
+			s.nl = false
+			if !s.continues(c) {
+				// Not consumed: it begins the next line.
+				return s.breakAt(i)
+			}
 		}
 		if !s.started {
 			s.started, s.top = true, c
@@ -441,6 +559,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 		case '"':
 			s.startValue(c)
 			s.inStr = true
+			s.strKey = s.expect == expKey || s.expect == expKeyOrClose
 			if s.depth == 1 && s.top == '{' && s.wantKey {
 				s.inKey, s.wantKey = true, false
 				s.key.reset()
@@ -454,12 +573,18 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if s.depth == 1 {
 				s.wantKey = c == '{'
 			}
+			s.setObject(c == '{')
+			s.expect = expValueOrClose
+			if c == '{' {
+				s.expect = expKeyOrClose
+			}
 		case '}', ']':
 			if s.depth <= 1 {
 				// The value's end, or a stray closer: a one-byte value the SDK will refuse.
 				return s.finish(i + 1)
 			}
 			s.depth--
+			s.expect = expAfter
 		case ',':
 			if s.depth == 0 {
 				return s.finish(i + 1)
@@ -468,6 +593,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if s.depth == 1 && s.top == '{' {
 				s.wantKey = true
 			}
+			s.expect = s.afterComma()
 		case ':':
 			if s.depth == 0 {
 				return s.finish(i + 1)
@@ -475,6 +601,7 @@ func (s *scanner) feed(p []byte) (int, bool) {
 			if s.depth == 1 && s.top == '{' {
 				s.wantValue = s.lastKey
 			}
+			s.expect = expValue
 		default:
 			s.startValue(c)
 			s.inBare = true
@@ -487,6 +614,13 @@ func (s *scanner) feed(p []byte) (int, bool) {
 func (s *scanner) finish(n int) (int, bool) {
 	s.done = true
 	return n, true
+}
+
+// breakAt ends the value, broken, before p[i]: a line ended inside it where valid JSON
+// could not (scanner.broken).
+func (s *scanner) breakAt(i int) (int, bool) {
+	s.broken, s.inStr, s.inBare = true, false, false
+	return s.finish(i)
 }
 
 // nextIndex is the index of c in p at or after i, or len(p).
@@ -505,6 +639,15 @@ func (s *scanner) startValue(c byte) {
 	}
 	which := s.wantValue
 	s.wantValue = keyOther
+	if which == keyVersion {
+		s.version.reset()
+		if c == '"' || c == 'n' {
+			s.capt = &s.version
+			return
+		}
+		s.versionBad = true // a number, an object...: not a string, and the SDK's decoding fails
+		return
+	}
 	if which == keyID {
 		s.id.reset() // the last "id" wins, as it does for encoding/json
 		if c == '{' || c == '[' {
@@ -538,7 +681,7 @@ func (s *scanner) endString() {
 		case keyMethod:
 			s.hasMethod = true
 		case keyVersion:
-			s.hasVersion, s.lastKey = true, keyOther // its value is not captured
+			s.hasVersion = true
 		}
 		return
 	}
@@ -550,9 +693,30 @@ func (s *scanner) endString() {
 }
 
 func (s *scanner) endToken() {
+	if s.capt == &s.version {
+		s.judgeVersion()
+	}
 	if s.capt != nil {
 		s.capt.set = true
 		s.capt = nil
+	}
+}
+
+// judgeVersion takes the "jsonrpc" value just captured (a string, or a token that
+// begins with n) as the SDK's decoding would.
+func (s *scanner) judgeVersion() {
+	v := s.version.bytes()
+	switch {
+	case s.version.long:
+		s.versionOK = false // a string that long is not "2.0"
+	case len(v) > 0 && v[0] == 'n':
+		// A null leaves the value before it, as decoding one into a string does.
+		s.versionBad = s.versionBad || string(v) != "null"
+	case bytes.IndexByte(v, '\\') < 0:
+		s.versionOK = string(v) == `"2.0"`
+	default:
+		var str string
+		s.versionOK = json.Unmarshal(v, &str) == nil && str == "2.0"
 	}
 }
 

@@ -120,7 +120,11 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = newEventReader(resp.Body, t.lim)
 	case "application/json":
 		// Also with a declared size within the cap: its values must be counted.
-		resp.Body = newJSONBody(resp.Body, t.lim, resp.ContentLength, requestID(r))
+		b := newJSONBody(resp.Body, t.lim, resp.ContentLength, requestID(r))
+		// The SDK decodes an error status's body only for its error, if any, and falls
+		// back on the status (a 404 that ends the session among them): left as it is.
+		b.answer = resp.StatusCode >= 200 && resp.StatusCode < 300
+		resp.Body = b
 	default:
 		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
 	}
@@ -217,7 +221,9 @@ func requestID(r *http.Request) func() []byte {
 // jsonBody holds a JSON response body, at most lim.max bytes of it, scanning it as it
 // comes, and hands it on when it ends within the cap and maxMessageValues. A longer one
 // (or one of more values) is replaced by the error response for the request's id; the
-// rest of it is never read.
+// rest of it is never read. With answer set, a body the SDK could not decode (decodable)
+// is replaced by the malformed-response error for the request's id, as the stdio and
+// SSE readers answer one.
 type jsonBody struct {
 	src   io.ReadCloser
 	lim   msgLimit
@@ -229,6 +235,10 @@ type jsonBody struct {
 	read  bool // buf is filled (or replaced)
 	err   error
 	peak  int // the largest capacity buf reached, for tests
+	// answer says the body answers a call with a success status: the SDK decodes it as
+	// the call's response and ends the session if it cannot.
+	answer bool
+	end    int // bytes of buf the scanner took: the body's first value and the space before it
 }
 
 func newJSONBody(src io.ReadCloser, lim msgLimit, size int64, reqID func() []byte) *jsonBody {
@@ -266,7 +276,8 @@ func (b *jsonBody) fill() {
 		b.buf = growTo(b.buf, min(32<<10, limit-len(b.buf)), limit)
 		b.peak = max(b.peak, cap(b.buf))
 		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), limit)])
-		b.scan.feed(b.buf[len(b.buf) : len(b.buf)+n])
+		took, _ := b.scan.feed(b.buf[len(b.buf) : len(b.buf)+n])
+		b.end += took
 		b.buf = b.buf[:len(b.buf)+n]
 		if b.scan.tooMany() {
 			b.tooLarge(int64(len(b.buf)))
@@ -274,6 +285,9 @@ func (b *jsonBody) fill() {
 		}
 		if errors.Is(err, io.EOF) {
 			b.out, b.err = b.buf, io.EOF
+			if b.answer && !b.decodable() {
+				b.malformed()
+			}
 			return
 		}
 		if err != nil {
@@ -282,6 +296,32 @@ func (b *jsonBody) fill() {
 		}
 	}
 	b.tooLarge(int64(len(b.buf)))
+}
+
+// decodable reports whether the SDK decodes the body (handleJSON: jsonrpc.DecodeMessage,
+// one message, no batch; what follows the first value is ignored, as it is here).
+func (b *jsonBody) decodable() bool {
+	return b.scan.done && b.scan.top == '{' && readable(b.buf[:b.end], &b.scan)
+}
+
+// malformed replaces a body the SDK could not decode, which would end the session, by
+// the malformed-response error for the request's id (or, without one, the response's
+// own, when it says it is JSON-RPC), and notes what was dropped as the stdio and SSE
+// readers do. With no id to answer for it is left to the SDK.
+func (b *jsonBody) malformed() {
+	var id, r []byte
+	if b.reqID != nil {
+		id = b.reqID()
+	}
+	if id != nil {
+		r = b.lim.errorCode(id, CodeMalformedResponse, b.lim.malformedText(&b.scan))
+	} else if r = b.lim.unreadable(&b.scan); r != nil {
+		id = b.scan.id.bytes()
+	}
+	b.lim.notJSON(bytes.TrimSpace(b.buf[:min(len(b.buf), strayKeep)]), int64(len(b.buf)), id)
+	if r != nil {
+		b.out = r
+	}
 }
 
 // tooLarge replaces a body that passed the cap or maxMessageValues (seen bytes of it so

@@ -171,7 +171,9 @@ func (p *process) Close() error {
 // memory stays within the cap (plus the read buffer) whatever the server writes, and
 // the session goes on after an oversized message. What the SDK could not decode (a
 // banner, a log line: see readable) is dropped with the rest of its line, and the
-// session goes on too.
+// session goes on too. A message may span lines, as the SDK's decoder takes it, but a
+// line break where valid JSON could not have one ends it (scanner.broken): a malformed
+// message whose braces do not balance takes no other line with it.
 type frameReader struct {
 	src  io.Reader
 	lim  msgLimit
@@ -276,10 +278,14 @@ func (f *frameReader) step() {
 	if !readable(f.msg, &f.scan) {
 		// Dropped with the rest of its line: "[INFO] listening" is one log line. A
 		// response to one of our calls is answered with an error at once.
-		f.startStray(f.msg)
+		f.startStray(bytes.TrimRight(f.msg, " \t\r\n"))
 		if r := f.lim.unreadable(&f.scan); r != nil {
 			f.strayID = append(f.strayID[:0], f.scan.id.bytes()...)
 			f.out = append(r, '\n')
+		}
+		if f.scan.broken {
+			// Its line ended it (scanner.broken): what follows is the next line's.
+			f.endStray()
 		}
 		return
 	}
