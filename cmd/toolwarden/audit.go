@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
 )
@@ -26,8 +27,12 @@ func checkpointKeyPath(c config, flagValue string) string {
 func checkpointDir(c config) string { return filepath.Join(c.DataDir, "checkpoints") }
 
 // openForAudit opens the database as its owner, read-only in spirit: an auditor's
-// commands never migrate, and refuse a database without Toolwarden's schema.
-func openForAudit(ctx context.Context, c config, stderr io.Writer) (*db.DB, error) {
+// commands never migrate, and refuse a data dir without a cluster (a mistyped
+// --data-dir, where opening would run initdb) and a database without Toolwarden's schema.
+func openForAudit(ctx context.Context, c config, cmd string, stderr io.Writer) (*db.DB, error) {
+	if err := clusterExists(c, cmd); err != nil {
+		return nil, err
+	}
 	d, err := openDBAsOwner(ctx, c, stderr)
 	if err != nil {
 		return nil, err
@@ -37,7 +42,7 @@ func openForAudit(ctx context.Context, c config, stderr io.Writer) (*db.DB, erro
 		return nil, err
 	} else if st.Version == 0 {
 		d.Close()
-		return nil, errors.New("this database has no Toolwarden schema yet: nothing to verify")
+		return nil, fmt.Errorf("toolwarden %s: this database has no Toolwarden schema yet: no audit log to read", cmd)
 	}
 	return d, nil
 }
@@ -47,19 +52,27 @@ func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs := newFlagSet("audit checkpoint", stderr)
 	commonFlags(fs, &c)
 	keyFile := checkpointKeyFlag(fs)
-	out := fs.String("out", "", `write the checkpoint to this file ("-": standard output); default a new file in <data-dir>/checkpoints`)
+	out := fs.String("out", "", `write the checkpoint to this file, which must not exist ("-": standard output); default a new file in <data-dir>/checkpoints`)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	signer, err := audit.OpenSigner(checkpointKeyPath(c, *keyFile))
-	if err != nil {
-		return err
+	// A file there may be an older checkpoint kept as evidence: never replaced.
+	if *out != "" && *out != "-" {
+		if _, err := os.Lstat(*out); err == nil {
+			return fmt.Errorf("toolwarden audit checkpoint: --out %s exists; it is not replaced (it may be an older checkpoint kept as evidence): name a new file", *out)
+		}
 	}
-	d, err := openForAudit(ctx, c, stderr)
+	d, err := openForAudit(ctx, c, "audit checkpoint", stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	// Only now: the key is created on first use, and must not be in a data dir that
+	// holds no database.
+	signer, err := audit.OpenSigner(checkpointKeyPath(c, *keyFile))
+	if err != nil {
+		return err
+	}
 	// As serve's schedule does: a chain cut back or rewritten since the newest checkpoint
 	// in the directory is refused, not signed (which would hide the cut from verify).
 	cp, _, err := audit.NewCheckpointer(d.Pool, signer, checkpointDir(c)).Make(ctx)
@@ -77,7 +90,16 @@ func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 		*out = path
 	default:
-		if err := os.WriteFile(*out, cp.Marshal(), 0o644); err != nil {
+		// Whole or not at all, and still never over a file made meanwhile.
+		if err := atomicfile.WriteNew(*out, cp.Marshal()); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				return fmt.Errorf("toolwarden audit checkpoint: --out %s exists; it is not replaced: name a new file", *out)
+			}
+			return fmt.Errorf("--out: %w", err)
+		}
+		// Readable as the checkpoints in <data-dir>/checkpoints are: a checkpoint is for
+		// auditors, and holds no secret.
+		if err := os.Chmod(*out, 0o644); err != nil {
 			return fmt.Errorf("--out: %w", err)
 		}
 	}
@@ -92,7 +114,9 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	keyFile := checkpointKeyFlag(fs)
 	cpFlag := fs.String("checkpoint", "", `a checkpoint file the chain must still reach; default the newest in <data-dir>/checkpoints; "none": check the chain alone`)
 	pubFlag := fs.String("public-key", "", "the public key checkpoints must be signed with; default the .pub beside --checkpoint-key-file, when it exists")
-	workers := fs.Int("workers", 0, "ranges read and hashed at once; 0: one per CPU")
+	var workers int
+	decimalVar(fs, &workers, "workers", 0, 0, "a whole number of ranges in decimal, such as 4, or 0 for one per CPU",
+		"ranges read and hashed at once; 0: one per CPU")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -100,12 +124,12 @@ func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	d, err := openForAudit(ctx, c, stderr)
+	d, err := openForAudit(ctx, c, "audit verify", stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Older: older, Workers: *workers})
+	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Older: older, Workers: workers})
 	if err != nil {
 		return err
 	}

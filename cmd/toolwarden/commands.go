@@ -50,8 +50,13 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var c config
 	fs := newFlagSet("migrate", stderr)
 	commonFlags(fs, &c)
+	var to int
+	decimalVar(fs, &to, "to", 0, 0, "a migration's version in decimal, such as 40, or 0 for none",
+		"with down: the version to roll back to, one of this release's migrations below the database's (migrate status shows it), instead of N")
+	dropAll := fs.Bool("drop-all-data", false, "with down: allow rolling back every migration, to version 0, which drops every Toolwarden table and "+
+		"what it holds (the audit log, users, secrets, the job queue)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|force V|status [flags]")
+		fmt.Fprintln(stderr, "usage: toolwarden migrate up|down N|down --to V|force V|status [flags]")
 		fs.PrintDefaults()
 	}
 	// Accept flags before or after the action: `migrate status --data-dir d` and
@@ -69,19 +74,26 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	}
 	steps := 0
+	toGiven := flagGiven(fs, "to")
+	if rest[0] != "down" && (toGiven || *dropAll) {
+		fmt.Fprintf(stderr, "toolwarden migrate %s: --to and --drop-all-data go with down only\n", rest[0])
+		return errUsage
+	}
 	switch rest[0] {
 	case "up", "status":
 	case "down":
-		if len(rest) != 2 {
-			fmt.Fprintln(stderr, "usage: toolwarden migrate down N (N = how many migrations to roll back)")
+		if len(rest) != 2 && !toGiven || len(rest) != 1 && toGiven {
+			fmt.Fprintln(stderr, "usage: toolwarden migrate down N (N = how many migrations to roll back) | down --to V (V = the version to roll back to)")
 			return errUsage
 		}
-		n, err := strconv.Atoi(rest[1])
-		if err != nil || n <= 0 {
-			fmt.Fprintf(stderr, "toolwarden migrate down: N must be a positive number, got %q\n", rest[1])
-			return errUsage
+		if !toGiven {
+			n, err := strconv.Atoi(rest[1])
+			if err != nil || n <= 0 {
+				fmt.Fprintf(stderr, "toolwarden migrate down: N must be a positive number, got %q\n", rest[1])
+				return errUsage
+			}
+			steps = n
 		}
-		steps = n
 	case "force":
 		// After a migration failed half way and the schema was mended by hand: record the
 		// version it now matches, running nothing (services/db Migrator.Force).
@@ -122,7 +134,25 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			stopped = err
 		}
 	case "down":
-		if err := mg.Down(steps); err != nil {
+		// Checked before anything runs: Down and DownTo refuse a count or a version the
+		// database cannot roll back by, and version 0 takes the confirmation.
+		target := uint(to)
+		if !toGiven {
+			if target, err = mg.DownTarget(steps); err != nil {
+				return err
+			}
+		}
+		if target == 0 && !*dropAll {
+			return errors.New("toolwarden migrate down: that rolls back every migration, to version 0, dropping every Toolwarden table " +
+				"and what it holds (the audit log, users, secrets, the job queue); nothing was rolled back. To go back to an older " +
+				"release, roll back to its newest migration (migrate down --to V); to remove Toolwarden's schema for good, add --drop-all-data")
+		}
+		if toGiven {
+			err = mg.DownTo(target)
+		} else {
+			err = mg.Down(steps)
+		}
+		if err != nil {
 			return err
 		}
 	case "force":
@@ -217,7 +247,10 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	commonFlags(fs, &c)
 	fs.StringVar(&user, "user", "", "username the token acts for (required)")
 	fs.StringVar(&name, "name", "", "token name (required)")
-	fs.IntVar(&days, "expires-in-days", -1, "days until the token expires; 0 never; default: --token-default-ttl (env TOOLWARDEN_TOKEN_DEFAULT_TTL, 90 days)")
+	// Decimal, and never negative given (-1, the default, takes the default lifetime: a
+	// negative count given took it without a word).
+	decimalVar(fs, &days, "expires-in-days", -1, 0, "a whole number of days in decimal, such as 30, or 0 for never",
+		"days until the token expires; 0 never; default: env TOOLWARDEN_TOKEN_DEFAULT_TTL, 90 days when unset")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -225,9 +258,10 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "toolwarden token create: --user and --name are required")
 		return errUsage
 	}
-	// Given, a negative count is a mistake (it took the default lifetime without a word).
-	if flagGiven(fs, "expires-in-days") && days < 0 {
-		fmt.Fprintf(stderr, "toolwarden token create: --expires-in-days: %d is negative; give a number of days, or 0 for never\n", days)
+	// Before the database: a bad value must not migrate or start anything first.
+	ttl, err := tokenDefaultTTL(envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", ""))
+	if err != nil {
+		fmt.Fprintln(stderr, "toolwarden token create: TOOLWARDEN_TOKEN_DEFAULT_TTL:", err)
 		return errUsage
 	}
 	d, err := openDB(ctx, c, true, stderr)
@@ -235,11 +269,6 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer d.Close()
-	ttl, err := tokenDefaultTTL(envOr("TOOLWARDEN_TOKEN_DEFAULT_TTL", ""))
-	if err != nil {
-		fmt.Fprintln(stderr, "toolwarden token create:", err)
-		return errUsage
-	}
 	svc := auth.New(d.Pool, &auth.Options{TokenDefaultTTL: ttl})
 	u, err := svc.GetUserByName(ctx, user)
 	if errors.Is(err, auth.ErrNotFound) {

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/secrets"
 )
@@ -69,12 +71,25 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		defer unlock()
 	}
 	// status, run by a newer binary before an upgrade, must not migrate the database
-	// under the servers still running the old one.
+	// under the servers still running the old one, nor create a cluster in a mistyped
+	// --data-dir.
+	if !changes {
+		if err := clusterExists(c, "secrets status"); err != nil {
+			return err
+		}
+	}
 	d, err := openDB(ctx, c, changes, stderr)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	if !changes {
+		if st, err := db.CurrentMigration(ctx, d.Pool); err != nil {
+			return err
+		} else if st.Version == 0 {
+			return errors.New("toolwarden secrets status: this database has no Toolwarden schema yet: no secrets to report on")
+		}
+	}
 	if changes {
 		release, err := secretkeys.Lock(ctx, d.Pool)
 		if err != nil {

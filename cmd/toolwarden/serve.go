@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -87,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	if c.TokenDefaultTTL, err = tokenDefaultTTL(*tokenTTL); err != nil {
-		fmt.Fprintln(stderr, "toolwarden serve:", err)
+		fmt.Fprintln(stderr, "toolwarden serve: --token-default-ttl:", err)
 		return errUsage
 	}
 	egressPolicy, err := egressOf()
@@ -364,22 +365,38 @@ func checkpointConfig(c config, keyFlag, pubFlag string, every time.Duration) ap
 
 // rateLimitFlag defines --rate-limit (1200 by default) on fs, setting n.
 func rateLimitFlag(fs *flag.FlagSet, n *int) {
-	*n = 1200
-	fs.Var((*decimalInt)(n), "rate-limit", "tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+	decimalVar(fs, n, "rate-limit", 1200, math.MinInt, "a whole number of tool calls a minute in decimal, such as 600, or -1 for no limit",
+		"tool calls a minute one user may make; -1: no limit (env TOOLWARDEN_RATE_LIMIT)")
+}
+
+// decimalVar defines an int flag read in base 10 only, as decimalInt, on fs.
+func decimalVar(fs *flag.FlagSet, p *int, name string, value, least int, want, usage string) {
+	*p = value
+	fs.Var(&decimalInt{p: p, least: least, want: want}, name, usage)
 }
 
 // decimalInt is an int flag read in base 10 only: flag.IntVar reads base 0, so a
-// leading zero made 0600 octal (384) and 0x10 was 16.
-type decimalInt int
+// leading zero made 0600 octal (384), 090 a bare parse error, and 0x10 was 16. It
+// refuses a value below least; want says what a value must be.
+type decimalInt struct {
+	p     *int
+	least int
+	want  string
+}
 
-func (d *decimalInt) String() string { return strconv.Itoa(int(*d)) }
+func (d *decimalInt) String() string {
+	if d.p == nil { // the flag package's zero value, for its help
+		return "0"
+	}
+	return strconv.Itoa(*d.p)
+}
 
 func (d *decimalInt) Set(s string) error {
 	n, err := strconv.Atoi(s)
-	if err != nil {
-		return errors.New("not a whole number of tool calls a minute in decimal, such as 600, or -1 for no limit")
+	if err != nil || n < d.least {
+		return errors.New("not " + d.want)
 	}
-	*d = decimalInt(n)
+	*d.p = n
 	return nil
 }
 

@@ -107,9 +107,10 @@ func flagGiven(fs *flag.FlagSet, name string) bool {
 
 // envSize sets v from environment variable env (read through lookup) unless flag name
 // was given on the command line (the flag wins), and names both when the value is wrong.
+// An empty variable counts as unset, as envFlags and the docs have it.
 func envSize(fs *flag.FlagSet, name, env string, lookup func(string) (string, bool), v flag.Value) error {
 	s, ok := lookup(env)
-	if flagGiven(fs, name) || !ok {
+	if flagGiven(fs, name) || !ok || s == "" {
 		return nil
 	}
 	if err := v.Set(s); err != nil {

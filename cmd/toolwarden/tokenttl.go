@@ -18,8 +18,9 @@ func expiresIn(days int) *int {
 	return &days
 }
 
-// tokenDefaultTTL reads --token-default-ttl: a duration (2160h) or a number of days
-// (90d); 0 means tokens without an expiry do not expire. Empty: auth.DefaultTokenTTL.
+// tokenDefaultTTL reads --token-default-ttl or TOOLWARDEN_TOKEN_DEFAULT_TTL (the caller
+// names which in its error): a duration (2160h) or a number of days (90d); 0 means
+// tokens without an expiry do not expire. Empty: auth.DefaultTokenTTL.
 func tokenDefaultTTL(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
@@ -35,5 +36,5 @@ func tokenDefaultTTL(v string) (time.Duration, error) {
 	} else if d, err := time.ParseDuration(v); err == nil && d >= 0 && d <= 3650*24*time.Hour {
 		return d, nil
 	}
-	return 0, fmt.Errorf("--token-default-ttl: %q is not a number of days such as 90d, a duration such as 720h, or 0 (no expiry)", v)
+	return 0, fmt.Errorf("%q is not a number of days such as 90d, a duration such as 720h, or 0 (no expiry)", v)
 }

@@ -275,22 +275,95 @@ func migrateQueue(ctx context.Context, url string, dir rivermigrate.Direction) (
 	return nil
 }
 
-// Down rolls back n migrations.
+// Down rolls back n migrations. It refuses, running nothing, more than the embedded
+// migrations applied: golang-migrate's Steps(-n) would roll back every one of them
+// (the audit log, users, secrets) before failing short.
 func (mg *Migrator) Down(n int) error {
-	if n <= 0 {
-		return fmt.Errorf("db: migrate down: need a positive number of steps, got %d", n)
-	}
-	if err := mg.m.Steps(-n); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("db: migrate down %d: %w", n, dirtyHint(err))
-	}
-	st, err := mg.Status()
+	target, err := mg.DownTarget(n)
 	if err != nil {
 		return err
 	}
-	if st.Version < queueSince {
+	return mg.downTo(fmt.Sprintf("down %d", n), target)
+}
+
+// DownTarget is the version a rollback of n migrations would leave the database at (0:
+// none), or why it cannot run. Version numbers have gaps, so n is counted in the
+// embedded migrations, not in numbers.
+func (mg *Migrator) DownTarget(n int) (uint, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("db: migrate down: need a positive number of steps, got %d", n)
+	}
+	what := fmt.Sprintf("down %d", n)
+	applied, err := mg.applied(what)
+	if err != nil {
+		return 0, err
+	}
+	if n > len(applied) {
+		return 0, fmt.Errorf("db: migrate %s: the database is at version %d, and %d migrations are applied (%d to %d): "+
+			"at most %d can be rolled back (all of them, leaving no schema); nothing was rolled back",
+			what, applied[len(applied)-1], len(applied), applied[0], applied[len(applied)-1], len(applied))
+	}
+	if n == len(applied) {
+		return 0, nil
+	}
+	return applied[len(applied)-n-1], nil
+}
+
+// DownTo rolls back every migration above v: v is an embedded migration below the
+// database's version, or 0 for all of them. It refuses any other v, running nothing.
+func (mg *Migrator) DownTo(v uint) error { return mg.downTo(fmt.Sprintf("down --to %d", v), v) }
+
+func (mg *Migrator) downTo(what string, v uint) error {
+	applied, err := mg.applied(what)
+	if err != nil {
+		return err
+	}
+	cur := applied[len(applied)-1]
+	switch {
+	case v >= cur:
+		return fmt.Errorf("db: migrate %s: the database is at version %d: the version to roll back to must be below it", what, cur)
+	case v != 0 && !slices.Contains(applied, v):
+		return fmt.Errorf("db: migrate %s: %d is not a migration of this release (version numbers have gaps): "+
+			"the nearest below it is %d, above it %d; nothing was rolled back", what, v, previousMigration(v), nextMigration(v))
+	}
+	n := 0
+	for _, m := range applied {
+		if m > v {
+			n++
+		}
+	}
+	if err := mg.m.Steps(-n); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("db: migrate %s: %w", what, dirtyHint(err))
+	}
+	if v < queueSince {
 		return migrateQueue(context.Background(), mg.url, rivermigrate.DirectionDown)
 	}
 	return nil
+}
+
+// applied lists the embedded migrations at or below the database's version, oldest
+// first, refusing a database no rollback can start from.
+func (mg *Migrator) applied(what string) ([]uint, error) {
+	st, err := mg.Status()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case st.Dirty:
+		return nil, fmt.Errorf("db: migrate %s: %w", what, dirtyHint(migrate.ErrDirty{Version: int(st.Version)}))
+	case st.Version == 0:
+		return nil, fmt.Errorf("db: migrate %s: no migration is applied: nothing to roll back", what)
+	case !slices.Contains(MigrationVersions(), st.Version):
+		return nil, fmt.Errorf("db: migrate %s: the database is at version %d, which this release does not have (a later one "+
+			"migrated it): roll it back with that release's `toolwarden migrate down`", what, st.Version)
+	}
+	var out []uint
+	for _, m := range MigrationVersions() {
+		if m <= st.Version {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
 
 // dirtyHint is err, saying how to recover when it is golang-migrate's refusal of a
@@ -430,12 +503,15 @@ func MigrationVersions() []uint {
 }
 
 // CurrentMigration reads the migration state straight from golang-migrate's table,
-// cheaply enough for a readiness probe.
+// cheaply enough for a readiness probe. A database without that table (an empty one,
+// never migrated: golang-migrate creates it on its first run) is at version 0; q is
+// best a pool, as the failed read would abort a transaction.
 func CurrentMigration(ctx context.Context, q Querier) (MigrationStatus, error) {
 	st := MigrationStatus{Latest: LatestMigration()}
 	var v int64
 	err := q.QueryRow(ctx, `/* db.CurrentMigration */ SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&v, &st.Dirty)
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == undefinedTable {
 		return st, nil
 	}
 	if err != nil {
@@ -444,6 +520,9 @@ func CurrentMigration(ctx context.Context, q Querier) (MigrationStatus, error) {
 	st.Version = uint(v)
 	return st, nil
 }
+
+// undefinedTable is PostgreSQL's SQLSTATE for a relation that does not exist.
+const undefinedTable = "42P01"
 
 // ServerVersion is the PostgreSQL server's version string ("15.18 (Debian ...)").
 func ServerVersion(ctx context.Context, q Querier) (string, error) {
