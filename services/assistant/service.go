@@ -79,6 +79,8 @@ type Service struct {
 	// connectWait is how long discovery waits for servers still connecting (connectWait;
 	// shorter in tests).
 	connectWait time.Duration
+	// refreshWait bounds a whole refresh (refreshWait; shorter in tests).
+	refreshWait time.Duration
 }
 
 // MaxTurns bounds the turns one replica answers at once (turnsFor: fewer on a pool of
@@ -107,7 +109,8 @@ func New(pool *pgxpool.Pool, a *auth.Service, reg *registry.Service, ts *tools.S
 	}
 	return &Service{pool: pool, auth: a, registry: reg, tools: ts, mcp: mcp, router: r, log: log,
 		turns: make(chan struct{}, turnsFor(pool)), readings: make(chan struct{}, max(1, turnsFor(pool)/2)),
-		busy: map[string]chan struct{}{}, gate: planner.NewGate(nil), connectWait: connectWait}
+		busy: map[string]chan struct{}{}, gate: planner.NewGate(nil), connectWait: connectWait,
+		refreshWait: refreshWait}
 }
 
 // turnsFor is how many turns the replica answers at once: MaxTurns, fewer on a small
@@ -289,7 +292,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// Not for a message with an exception the rules found: the model's reading would
 	// drop it (and do what was to be left out); the rules refuse and say what to say.
 	modelMay := u.Intent == IntentUnknown && u.Negated == "" && u.ExceptRef == "" && s.model != nil
-	wantsModel := func(st State) bool { return modelMay && st.Flow == nil }
+	// Nor for an answer to what the conversation asked or showed ("the charging stations
+	// one" to "which did you mean?"): the rules read it against the open choice, and the
+	// model, which never sees that choice, would replace the pick with a reading of its own.
+	wantsModel := func(st State) bool { return modelMay && st.Flow == nil && !answersContext(u, st, said) }
 	// A message that answers what this window no longer shows is refused as stale (below):
 	// a question since closed, or a list or question another window has moved past.
 	closed := func(st State) bool { return inReplyTo != 0 && inReplyTo != st.Question }
@@ -308,6 +314,27 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			asked = true
 		}
 	}
+	// A refresh the message asks for in its own words is run before the conversation is
+	// locked, as the model is asked: its discoveries take up to refreshWait, and a turn
+	// holding the conversation's lock and a connection idle in its transaction meanwhile
+	// would hold up the person's other messages and the pool. Only what the locked turn
+	// would run anyway (the same checks, on the conversation as read): a refresh said yes
+	// to runs in the turn, where its yes is spent, so a double click runs it once.
+	early, earlyOp := (*refreshed)(nil), (*Op)(nil)
+	if u.Intent == IntentRefresh && p.Kind != audit.ActorToken && p.Can(auth.PermServerEdit) && !masked && len(u.Settings) == 0 &&
+		len(enabledServers(cat)) <= MaxTargets {
+		st, err := s.peekState(ctx, p, convID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if d := Decide(said, u, st, cat); !closed(st) && !elsewhere(st) && d.Do != nil && d.Do.Intent == IntentRefresh {
+			a := actor
+			a.Said = d.Do.Sentence
+			if early, earlyOp = s.refreshAll(ctx, a, cat), d.Do; ctx.Err() != nil {
+				return Reply{}, ctx.Err() // nobody waits for the reply
+			}
+		}
+	}
 	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
 		// stale refuses a message that answers what this window no longer shows. Whether
 		// a value it sets is a secret is not looked at: none is kept.
@@ -318,10 +345,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			out.Reply = reply
 			return save(said, out)
 		}
-		if closed(*st) {
+		if closed(*st) && early == nil {
 			return stale("That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do.")
 		}
-		if elsewhere(*st) {
+		if elsewhere(*st) && early == nil {
 			// The conversation went on in another window (a second tab): a yes or "the
 			// second one" typed here would answer a question or a list this one never
 			// showed.
@@ -370,6 +397,13 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 		d := Decide(said, u, *st, cat)
+		if early != nil {
+			// The refresh ran before the lock for what the message says: the reply says
+			// what it did, whatever another window did to the conversation meanwhile
+			// (as a new request, it drops an open question).
+			d = Decision{State: *st, Do: earlyOp}
+			d.State.Pending, d.State.Flow = nil, nil
+		}
 		if modelDown && wantsModel(*st) && d.Do == nil && d.State.Pending == nil {
 			d.Reply = fmt.Sprintf("I didn't understand %q, and the language model that reads what I don't is unavailable right now. Say it in words I know (\"help\" lists them), or try again later.", clip(said, 200))
 		}
@@ -387,7 +421,7 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			d.Reply += " (I read your message with the help of the language model.)"
 		}
 		var capped *Op
-		if op := changeOf(d); op != nil && (len(op.IDs) > MaxTargets || op.Unshown > 0) {
+		if op := changeOf(d); op != nil && (targetCount(op, cat) > MaxTargets || op.Unshown > 0) {
 			// Each target is its own update and audit entry, done while the turn holds the
 			// conversation's lock and a connection: "make all of them high risk" after a
 			// list of 10,000 is refused, not run 10,000 times in one turn (nor its stored
@@ -469,7 +503,11 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			if d.Do.ByModel {
 				actor.Said += " (read by the language model)"
 			}
-			s.run(ctx, p, actor, d.Do, cat, &d, &out)
+			if early != nil {
+				early.report(&out)
+			} else {
+				s.run(ctx, p, actor, d.Do, cat, &d, &out)
+			}
 		}
 		if out.Choices == nil {
 			out.Choices = []Choice{}
@@ -512,9 +550,23 @@ func changeOf(d Decision) *Op {
 	return nil
 }
 
+// targetCount is how many tools or servers op changes: its targets, or for a refresh,
+// which names none, every enabled server (each discovered in turn).
+func targetCount(op *Op, cat *Catalogue) int {
+	if op.Intent == IntentRefresh {
+		return len(enabledServers(cat))
+	}
+	return len(op.IDs)
+}
+
 // tooMany says that op names more targets than one message changes, or entries of a
 // list it did not show (Op.Unshown), and how to name them instead.
 func tooMany(op *Op, cat *Catalogue) string {
+	if op.Intent == IntentRefresh {
+		on := enabledServers(cat)
+		return fmt.Sprintf("That would discover the tools of %d servers, and I discover at most %d in one message, so nothing was refreshed. "+
+			"Name the servers to discover (\"discover new tools on %s\"), or use Discover tools on the Servers page.", len(on), MaxTargets, on[0].Name)
+	}
 	what, page, narrow := "tools", "Tools", ""
 	if _, isTool := cat.tool(op.IDs[0]); !isTool {
 		what, page = "servers", "Servers"
@@ -808,7 +860,7 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 	case IntentDiscover:
 		err = s.discover(ctx, actor, op, cat, d, out)
 	case IntentRefresh:
-		err = s.refresh(ctx, actor, cat, out)
+		s.refreshAll(ctx, actor, cat).report(out)
 	case IntentSetRisk, IntentTag, IntentUntag, IntentSetCategory:
 		err = s.settings(ctx, actor, p, op, cat, out)
 	case IntentGrant, IntentRevoke:
@@ -1420,15 +1472,26 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 // Servers still connecting are waited for within one deadline for them all.
 func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, d *Decision, out *Reply) error {
 	d.State.Flow = nil
+	// One deadline for them all, as a refresh has (refreshWait).
+	parent := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, s.refreshWait, errRefreshLate)
+	defer cancel()
 	deadline := time.Now().Add(s.connectWait)
-	var parts, unreached []string
+	var parts, unreached, late []string
 	for _, id := range op.IDs {
 		name := nameOf2(cat, id)
 		a := Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: name, Href: "/servers/" + id, OK: true}
-		res, err := s.discoverOne(ctx, id, actor, deadline)
+		var res registry.DiscoveryResult
+		err := ctx.Err()
+		if err == nil {
+			res, err = s.discoverOne(ctx, id, actor, deadline)
+		}
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case err != nil && parent.Err() != nil:
 			return err
+		case err != nil && ctx.Err() != nil:
+			late = append(late, name)
+			a.OK, a.Error = false, errRefreshLate.Error()
 		case notConnected(err):
 			unreached = append(unreached, name+" ("+failureReason(err)+")")
 			a.OK, a.Error = false, err.Error()
@@ -1443,10 +1506,13 @@ func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, c
 	shown := op.IDs[:min(len(op.IDs), MaxChoices):min(len(op.IDs), MaxChoices)]
 	d.State.shows("server", shown, len(op.IDs)-len(shown), "", nil)
 	out.Reply = fmt.Sprintf("I discovered the tools of %d servers.", len(op.IDs))
+	if len(late) > 0 {
+		out.Reply = fmt.Sprintf("I discovered the tools of %d of the %d servers.", len(op.IDs)-len(late), len(op.IDs))
+	}
 	if len(parts) > 0 {
 		out.Reply += " " + strings.Join(parts, "; ") + "."
 	}
-	out.Reply += notReached(unreached)
+	out.Reply += notReached(unreached) + notInTime(s.refreshWait, late)
 	out.Reply += fmt.Sprintf(" Say \"show me the tools on %s\" to see and pick one server's tools.", nameOf2(cat, op.IDs[0]))
 	return nil
 }
@@ -1513,38 +1579,97 @@ func (s *Service) discoverOne(ctx context.Context, id string, actor audit.Actor,
 	}
 }
 
-func (s *Service) refresh(ctx context.Context, actor audit.Actor, cat *Catalogue, out *Reply) error {
+// refreshWait bounds a whole refresh: one server's discovery may take mcpclient's ten
+// minutes, and the turn holds one of the replica's turns meanwhile (and, for a refresh
+// said yes to, the conversation's lock and a connection). The servers not refreshed by
+// then are named in the reply. As long as a model's reading may take.
+const refreshWait = 60 * time.Second
+
+// errRefreshLate ends the discoveries of a refresh that took refreshWait.
+var errRefreshLate = errors.New("not refreshed in time")
+
+// refreshed is what a refresh found: each server's counts or failure, the servers it did
+// not reach (with why) and those it had no time left for.
+type refreshed struct {
+	parts, unreached, late []string
+	actions                []Action
+	wait                   time.Duration
+}
+
+// enabledServers are the servers a refresh discovers.
+func enabledServers(cat *Catalogue) []Server {
+	var on []Server
+	for _, sv := range cat.Servers {
+		if sv.Enabled {
+			on = append(on, sv)
+		}
+	}
+	return on
+}
+
+// refreshAll discovers every enabled server's tools, one after the other, all within
+// refreshWait: one slow upstream cannot hold the turn for its ten minutes, nor thirty
+// slow ones for hours.
+func (s *Service) refreshAll(ctx context.Context, actor audit.Actor, cat *Catalogue) *refreshed {
+	r := &refreshed{wait: s.refreshWait}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.refreshWait, errRefreshLate)
+	defer cancel()
 	// One deadline for every server still connecting: each waited for in turn, thirty
 	// of them would hold the turn for minutes.
 	deadline := time.Now().Add(s.connectWait)
-	var parts, unreached []string
-	for _, sv := range cat.Servers {
-		if !sv.Enabled {
+	for _, sv := range enabledServers(cat) {
+		late := Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: errRefreshLate.Error()}
+		if ctx.Err() != nil {
+			r.late = append(r.late, sv.Name)
+			r.actions = append(r.actions, late)
 			continue
 		}
 		res, err := s.discoverOne(ctx, sv.ID, actor, deadline)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// Cut short by the deadline (or the request's end): not a failure of the server's.
+			r.late = append(r.late, sv.Name)
+			r.actions = append(r.actions, late)
+		case err != nil:
 			if notConnected(err) {
-				unreached = append(unreached, sv.Name+" ("+failureReason(err)+")")
+				r.unreached = append(r.unreached, sv.Name+" ("+failureReason(err)+")")
 			} else {
-				parts = append(parts, sv.Name+": "+failure(&Op{}, err))
+				r.parts = append(r.parts, sv.Name+": "+failure(&Op{}, err))
 			}
-			out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
-			continue
+			r.actions = append(r.actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
+		default:
+			r.parts = append(r.parts, fmt.Sprintf("%s: %d tools (%d new, %d updated, %d removed)", sv.Name, res.Total, res.Added, res.Updated, res.Removed))
+			r.actions = append(r.actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, OK: true})
 		}
-		parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated, %d removed)", sv.Name, res.Total, res.Added, res.Updated, res.Removed))
-		out.Actions = append(out.Actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, OK: true})
 	}
-	if len(parts) == 0 && len(unreached) == 0 {
+	return r
+}
+
+// report writes what the refresh found into the reply.
+func (r *refreshed) report(out *Reply) {
+	out.Actions = append(out.Actions, r.actions...)
+	if len(r.actions) == 0 {
 		out.Reply = "No server is enabled, so there was nothing to refresh."
-		return nil
+		return
 	}
 	out.Reply = "I refreshed the tools of every enabled server."
-	if len(parts) > 0 {
-		out.Reply += " " + strings.Join(parts, "; ") + "."
+	if len(r.late) > 0 {
+		out.Reply = "I refreshed the tools of the enabled servers I had time for."
 	}
-	out.Reply += notReached(unreached)
-	return nil
+	if len(r.parts) > 0 {
+		out.Reply += " " + strings.Join(r.parts, "; ") + "."
+	}
+	out.Reply += notReached(r.unreached) + notInTime(r.wait, r.late)
+}
+
+// notInTime says which servers a discovery of several had no time left for ("" when
+// none), and how to discover them.
+func notInTime(wait time.Duration, names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ⏱ Not discovered within %s, so their tools were not refreshed (%d): %s. Discover them one at a time (\"discover new tools on %s\").",
+		textcheck.DurationWords(wait), len(names), strings.Join(names, "; "), names[0])
 }
 
 func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Principal, op *Op, cat *Catalogue, out *Reply) error {
