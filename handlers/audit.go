@@ -85,16 +85,24 @@ func auditRow(p *auth.Principal, r audit.Record) views.AuditRow {
 // List renders the browser: the filters of the URL (bad ones said next to their
 // fields, 400), one page newest first, the person's saved views and the chain's status.
 func (h AuditHandler) List(c echo.Context) error {
+	page, status, err := h.page(c, c.QueryParams())
+	if err != nil {
+		return err
+	}
+	return render(c, status, views.Audit(page, views.AuditSaveForm{}))
+}
+
+// page is the browser for the filters of qp, and its status: 400 when a filter is bad.
+func (h AuditHandler) page(c echo.Context, qp url.Values) (views.AuditPage, int, error) {
 	ctx := c.Request().Context()
 	// The cursor is read before the data, so an entry appended in between is announced.
 	last, err := h.Events.LatestID(ctx)
 	if err != nil {
-		return err
+		return views.AuditPage{}, 0, err
 	}
 	p := PrincipalOf(c)
 	page := views.AuditPage{Layout: h.layout(c, "Audit log", audit.Topic), CanExport: p.Can(auth.PermAuditExport)}
 	page.Live.LastEventID = last
-	qp := c.QueryParams()
 	page.Filter = views.AuditFilter{Actor: qp.Get("actor"), Action: qp.Get("action"), TargetType: qp.Get("target_type"),
 		TargetID: qp.Get("target_id"), Result: qp.Get("result"), RequestID: qp.Get("request_id"), Q: qp.Get("q"),
 		From: qp.Get("from"), To: qp.Get("to")}
@@ -114,7 +122,7 @@ func (h AuditHandler) List(c echo.Context) error {
 	if err != nil {
 		fe, ok := formErrors(err)
 		if !ok {
-			return err
+			return views.AuditPage{}, 0, err
 		}
 		page.Errors, status = fe, http.StatusBadRequest
 	} else {
@@ -130,7 +138,7 @@ func (h AuditHandler) List(c echo.Context) error {
 		if fe, ok := formErrors(err); ok {
 			page.Errors, status = fe, http.StatusBadRequest
 		} else if err != nil {
-			return err
+			return views.AuditPage{}, 0, err
 		} else {
 			page.Query = f.Query().Encode()
 			page.ExportCSV = "/api/v1/audit/export?" + withFormat(f, audit.FormatCSV)
@@ -141,7 +149,7 @@ func (h AuditHandler) List(c echo.Context) error {
 	if p.Kind == audit.ActorUser {
 		vs, err := h.Log.Views(ctx, p.User.ID)
 		if err != nil {
-			return err
+			return views.AuditPage{}, 0, err
 		}
 		current := f.Query().Encode()
 		for _, v := range vs {
@@ -154,9 +162,9 @@ func (h AuditHandler) List(c echo.Context) error {
 	}
 	page.Chain, err = h.chain(c)
 	if err != nil {
-		return err
+		return views.AuditPage{}, 0, err
 	}
-	return render(c, status, views.Audit(page))
+	return page, status, nil
 }
 
 func withFormat(f audit.Filter, format string) string {
@@ -271,18 +279,44 @@ func (h AuditHandler) Verify(c echo.Context) error {
 	return h.chainStatus(c, true)
 }
 
-// SaveView stores the filters of the form's query under a name for the person.
+// SaveView stores the filters of the form's query under a name for the person. A name
+// refused (blank, too long, one of theirs already) brings the filtered list back with the
+// name as typed and why at its box: a redirect would lose the name. Any other refusal
+// goes back to the filtered list with a flash.
 func (h AuditHandler) SaveView(c echo.Context) error {
-	query := c.FormValue("query")
-	v, err := h.Log.SaveView(c.Request().Context(), ActorOf(c), c.FormValue("name"), query)
+	query, name := c.FormValue("query"), c.FormValue("name")
+	v, err := h.Log.SaveView(c.Request().Context(), ActorOf(c), name, query)
+	vals, perr := url.ParseQuery(strings.TrimPrefix(query, "?"))
+	if fe, status, ok := viewNameError(err); ok && perr == nil {
+		page, pageStatus, err := h.page(c, vals)
+		if err != nil {
+			return err
+		}
+		if pageStatus == http.StatusOK { // bad filters are said at their fields, with no form to save them
+			return render(c, status, views.Audit(page, views.AuditSaveForm{Name: name, Errors: fe}))
+		}
+	}
 	back := "/audit"
-	if vals, perr := url.ParseQuery(query); perr == nil && len(vals) > 0 {
+	if perr == nil && len(vals) > 0 {
 		back += "?" + vals.Encode()
 	}
 	if err == nil && v.Query != "" {
 		back = "/audit?" + v.Query
 	}
 	return h.redirectWithOutcome(c, err, func() string { return "Saved the view " + v.Name + "." }, back)
+}
+
+// viewNameError is the save-view form's error at its name box, and the status to answer
+// with, when err refuses the name: 422 for a blank or long one, 409 for one the person
+// already uses (services/audit's "view_exists").
+func viewNameError(err error) (views.FormErrors, int, bool) {
+	if fe, ok := formErrors(err); ok && fe["name"] != "" {
+		return views.FormErrors{"name": fe["name"]}, http.StatusUnprocessableEntity, true
+	}
+	if f, ok := fault.As(err); ok && f.Kind == fault.KindConflict && f.Code == "view_exists" {
+		return views.FormErrors{"name": f.Message}, http.StatusConflict, true
+	}
+	return nil, 0, false
 }
 
 // DeleteView removes one of the person's saved views.

@@ -101,9 +101,13 @@ func (h CollaborationsHandler) RespondForm(c echo.Context) error {
 		}
 		return render(c, http.StatusOK, views.CollaborationAnswered(id, "success", answeredMessage(got)))
 	}
+	// Back to the page the question was answered on (the prompt waits on every page),
+	// so a refusal (answered meanwhile by someone else) is said where the person was.
 	to := "/approvals"
 	if ref := c.FormValue("back"); localPath(ref) {
 		to = ref
+	} else if ref, ok := sameSiteReferer(c); ok && localPath(ref.RequestURI()) {
+		to = ref.RequestURI()
 	}
 	return h.redirectWithOutcome(c, err, func() string { return answeredMessage(got) }, to)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/toolstate"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
+	"github.com/toolwarden/toolwarden/web/httperr"
 )
 
 // ToolsHandler serves tool management: the list, the detail page, actions and the JSON API.
@@ -82,10 +83,16 @@ func (h ToolsHandler) List(c echo.Context) error {
 		page, err = h.Tools.List(ctx, q)
 	}
 	if errors.As(err, &ve) {
-		// A bad filter in a hand-edited URL: say so and show the first page unfiltered.
-		v.Notice = ve.Error()
-		q = tools.Query{Limit: toolsPerPage, Brief: true}
-		page, err = h.Tools.List(ctx, q)
+		// A bad filter in a hand-edited URL: said, and left out alone; the search and the
+		// other filters still apply, so the list never looks like an unfiltered match.
+		var kept tools.Query
+		kept, v.Notice = withoutRefused(q, ve)
+		page, err = h.Tools.List(ctx, kept)
+		if errors.As(err, &ve) { // not expected: every refused field was cleared
+			kept, v.Notice = tools.Query{Limit: toolsPerPage, Brief: true}, "These filters cannot be used, so every tool is shown: "+ve.Error()+"."
+			page, err = h.Tools.List(ctx, kept)
+		}
+		q = kept
 	}
 	if err != nil {
 		return err
@@ -102,7 +109,7 @@ func (h ToolsHandler) List(c echo.Context) error {
 			return err
 		}
 	}
-	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: c.QueryParam("sort")}
+	v.Filter = views.ToolFilter{Q: q.Q, Server: q.Server, Category: q.Category, Tags: q.Tags, Risk: q.Risk, Sort: q.Sort}
 	if len(q.Status) > 0 {
 		v.Filter.Status = q.Status[0]
 	}
@@ -145,6 +152,44 @@ func (h ToolsHandler) List(c echo.Context) error {
 		v.FirstURL = listURL(q, "")
 	}
 	return render(c, http.StatusOK, views.Tools(v))
+}
+
+// toolFilterWords name the list's query parameters in a notice.
+var toolFilterWords = map[string]string{"q": "search", "server": "server filter", "category": "category filter",
+	"status": "status filter", "tag": "tag filter", "risk": "risk filter", "sort": "order", "cursor": "page link", "limit": "page size"}
+
+// withoutRefused is q without the parameters ve refuses, and a notice saying which
+// were left out and why.
+func withoutRefused(q tools.Query, ve *verr.Error) (tools.Query, string) {
+	var said []string
+	for _, f := range ve.Fields {
+		switch f.Field {
+		case "q":
+			q.Q = ""
+		case "server":
+			q.Server = ""
+		case "category":
+			q.Category = ""
+		case "status":
+			q.Status = nil
+		case "tag":
+			q.Tags = nil
+		case "risk":
+			q.Risk = ""
+		case "sort":
+			q.Sort = ""
+		case "limit":
+			q.Limit = toolsPerPage
+		}
+		what := toolFilterWords[f.Field]
+		if what == "" {
+			what = f.Field
+		}
+		said = append(said, "the "+what+": "+f.Message)
+	}
+	// A page link belongs to the search it was made for, which this no longer is.
+	q.Cursor = ""
+	return q, httperr.Sentence("left out "+strings.Join(said, "; ")) + " The tools shown match the rest."
 }
 
 // listURL is the list with q's search and filters, at cursor.

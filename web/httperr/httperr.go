@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -105,7 +107,9 @@ func codeFor(status int) string {
 // PageMessage is the text a page shows (a flash, or next to a form) for an error that
 // is the person's to fix, and false for anything else (which goes to the error
 // handler). The wording follows the service: calls, prompts and accounts say their
-// message as it is; executions and tool states as a sentence.
+// message as it is; executions and tool states as a sentence. Any other refusal because
+// of the current state (conflict, stale, unprocessable) says its message as a sentence:
+// it is written for people, and an error page in its place would lose where they were.
 func PageMessage(err error) (string, bool) {
 	f, ok := fault.As(err)
 	if !ok {
@@ -133,8 +137,21 @@ func PageMessage(err error) (string, bool) {
 	case f.Subject == "execution" && f.Kind != fault.KindInternal,
 		f.Subject == "tool" && (f.Kind == fault.KindConflict || f.Kind == fault.KindUnprocessable):
 		return Sentence(f.Message), true
+	case f.Message != "" && (f.Kind == fault.KindConflict || f.Kind == fault.KindStale || f.Kind == fault.KindUnprocessable):
+		return asSentence(f.Message), true
 	}
 	return "", false
+}
+
+// asSentence is Sentence for a message that may be one already ("You already have a
+// view named …."): it gets no second full stop.
+func asSentence(m string) string {
+	r, n := utf8.DecodeRuneInString(m)
+	m = string(unicode.ToUpper(r)) + m[n:]
+	if !strings.HasSuffix(m, ".") && !strings.HasSuffix(m, "?") && !strings.HasSuffix(m, "!") {
+		m += "."
+	}
+	return m
 }
 
 // Sentence capitalises a message written as a clause and ends it with a full stop.
