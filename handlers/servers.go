@@ -245,5 +245,14 @@ func (h ServersHandler) Delete(c echo.Context) error {
 			msg += fmt.Sprintf(" %s (%s): set another on the Compensation tab.", views.LostUndo(n, true), joinShort(del.LostUndo))
 		}
 		return msg
-	}, "/servers")
+	}, deleteBack(c, sv, err))
+}
+
+// deleteBack is where a delete goes: the list once the server is gone, back to the page
+// it was asked from (its own page, say) when it was refused.
+func deleteBack(c echo.Context, sv registry.Server, err error) string {
+	if err == nil || sv.ID == "" {
+		return "/servers"
+	}
+	return backTo(c, "/servers/"+sv.ID)
 }

@@ -105,7 +105,10 @@ func TestStateRefusalsAreFlashed(t *testing.T) {
 		}
 		admin.json(http.MethodPut, "/api/v1/tools/"+listed.Tools[0].ID+"/permissions", map[string]any{"username": "tina", "can_use": false}, http.StatusOK, nil)
 		cm := srv.Login(t, "mona", pw)
-		res := srv.PostForm(t, cm, "/servers/"+sv.ID+"/delete", nil)
+		res := srv.PostFormHeaders(t, cm, "/servers/"+sv.ID+"/delete", nil, map[string]string{"Referer": srv.URL + "/servers/" + sv.ID})
+		if loc := res.Header.Get("Location"); loc != "/servers/"+sv.ID {
+			t.Errorf("the refused delete from the server's page went to %q, want back to its page", loc)
+		}
 		if msg := flashAfter(t, srv, cm, res); !strings.HasPrefix(msg, `Deleting server "ruled" would remove 1 per-user rule`) ||
 			!strings.Contains(msg, "only an administrator") || !strings.HasSuffix(msg, ".") {
 			t.Errorf("a refused delete: flash %q, want why, as a sentence", msg)
