@@ -148,6 +148,10 @@ var catalogue = []behaviour{
 		{"services/registry", "TestCiphertextBoundToRow"}}},
 	{what: "canary: server and tool secrets appear in no page, API answer, websocket frame, export, audit row, event or log line", proofs: []proof{
 		{"web", "TestCanaryNeverLeaves"}, {"e2e", "TestSecretsNeverLeave"}}},
+	{what: "a plan a language model wrote is seen by a person before it runs (never approved by policy, a token's waits for a person); the model's words are cut and shown as its own", proofs: []proof{
+		{"services/executions", "TestModelPlanWaitsForAPerson"}, {"services/planner", "TestLLMModelWordsBounded"}, {"web", "TestPlannerLeavesOutFixedParameters"}}},
+	{what: "a call to a tool its caller may not use is refused and audited as forbidden whatever its arguments", proofs: []proof{
+		{"services/router", "TestBadArgumentsToAForbiddenToolAreForbidden"}, {"services/router", "TestPermissions"}}},
 	{what: "fuzzed input: plan JSON, tool arguments against schemas, form decoding", proofs: []proof{
 		{"handlers", "FuzzPlanText"}, {"services/schema", "FuzzValidateArguments"}, {"views/form", "FuzzDecodeForm"}, {"services/planner", "FuzzRules"}}},
 }
