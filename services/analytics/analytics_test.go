@@ -142,7 +142,9 @@ func TestReport(t *testing.T) {
 	w.calls(echo, "alice", now.Add(-40*24*time.Hour), 5, 0, 1) // before the period
 	// Calls the router refused (they never ran: no duration) are neither calls nor failures.
 	if err := usage.Insert(ctx, w.pool, []usage.Entry{{ToolID: flaky, Actor: "bob", Source: "api", UsedAt: day3, ErrorCode: "forbidden"},
-		{ToolID: echo, Actor: "alice", Source: "api", UsedAt: day1, ErrorCode: "invalid_arguments"}}); err != nil {
+		{ToolID: echo, Actor: "alice", Source: "api", UsedAt: day1, ErrorCode: "invalid_arguments"},
+		// Nor do they make a tool used: idle, refused to bob, is still unused.
+		{ToolID: idle, Actor: "bob", Source: "api", UsedAt: day3, ErrorCode: "forbidden"}}); err != nil {
 		t.Fatal(err)
 	}
 

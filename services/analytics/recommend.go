@@ -49,7 +49,8 @@ func (s *Service) unused(ctx context.Context, now time.Time, r *Report) error {
 			LATERAL (SELECT coalesce((SELECT max(h.created_at) FROM tool_state_history h
 				WHERE h.tool_id = t.id AND h.to_status = 'enabled'), t.created_at) AS since) e
 		WHERE t.status = 'enabled' AND e.since < $1
-		  AND NOT EXISTS (SELECT 1 FROM tool_usage_logs u WHERE u.tool_id = t.id AND u.used_at >= $1)
+		  AND NOT EXISTS (SELECT 1 FROM tool_usage_logs u WHERE u.tool_id = t.id AND u.used_at >= $1
+			AND u.duration_ms IS NOT NULL) -- a call the router refused never ran: not a use
 		ORDER BY e.since, 2 LIMIT 100`, now.Add(-UnusedFor))
 	if err != nil {
 		return fmt.Errorf("analytics: unused tools: %w", err)
