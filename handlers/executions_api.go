@@ -452,6 +452,9 @@ func (h ExecutionsHandler) APICompensation(c echo.Context) error {
 		return err
 	}
 	if comp == nil {
+		// Not a fault, whose not_found message is always "Not found." (so that a missing id
+		// confirms nothing): the tool was found, and whoever may inspect it may see that it
+		// exists, so the answer says what it lacks (docs/api.md, Errors).
 		return echo.NewHTTPError(http.StatusNotFound, "no compensation is configured for this tool")
 	}
 	return c.JSON(http.StatusOK, comp)
