@@ -59,7 +59,7 @@ var BuiltinRows = []BuiltinRow{
 		}},
 }
 
-const builtinHeading = "## Built-in tools (seed 001's table)"
+const builtinHeading = "## Built-in tools"
 
 // previousBuiltinRows reads the built-in tools' rows of an earlier document, by
 // operation: cells measured and run.
@@ -94,9 +94,9 @@ func renderBuiltin(w *strings.Builder, r *Run, date, previous string, kept map[s
 	prev := previousBuiltinRows(previous)
 	w.WriteString(builtinHeading + "\n\n")
 	w.WriteString("The built-in server's operations (services/builtin, called through its in-process MCP\n")
-	w.WriteString("server) beside the timings seed 001 gives for the same operations. They have no target, so\n")
+	w.WriteString("server) beside the timings expected of the same operations. They have no target, so\n")
 	w.WriteString("no verdict.\n\n")
-	w.WriteString("| operation | seed 001 | measured | benchmark | run |\n|---|---|---|---|---|\n")
+	w.WriteString("| operation | expected | measured | benchmark | run |\n|---|---|---|---|---|\n")
 	for _, b := range BuiltinRows {
 		got, run := "not measured", "—"
 		if s, ok := b.Eval(r); ok {

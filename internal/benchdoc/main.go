@@ -158,7 +158,7 @@ func Render(r *Run, m Machine, now time.Time, command string, env map[string]str
 	kept := map[string]bool{} // dates of earlier runs some row still comes from
 	var w strings.Builder
 	w.WriteString("# Benchmarks\n\n")
-	w.WriteString("The performance targets of issue #23 and what `make bench` measured. This file is written by\n")
+	w.WriteString("Toolwarden's performance targets and what `make bench` measured. This file is written by\n")
 	w.WriteString("`make bench` (`internal/benchdoc`, from the benchmarks' named figures): run it again rather than\n")
 	w.WriteString("editing it. `BENCH=regexp make bench` runs a subset and updates only the rows it measured; the\n")
 	w.WriteString("last column says which run each row comes from. What each benchmark does is said in its doc\n")
