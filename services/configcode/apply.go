@@ -4,6 +4,7 @@ package configcode
 // import registers follow in a second, after those servers are discovered.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -203,7 +204,7 @@ func (s *Service) unchanged(ctx context.Context, tx pgx.Tx, plan *Plan) error {
 				// import changes.
 				was, is = unpinned(was), unpinned(is)
 			}
-			same = it.Action == ActionPending || reflect.DeepEqual(is, was)
+			same = it.Action == ActionPending || sameSettings(was, is)
 		case KindCategory:
 			same = reflect.DeepEqual(now.Categories[it.Name], plan.base.Categories[it.Name])
 		case KindSettings:
@@ -240,6 +241,32 @@ func settingsOnly(t *storedTool) *storedTool {
 		c.TestCases[name] = tc
 	}
 	return &c
+}
+
+// sameSettings reports whether a person changed nothing of was, the tool as the plan
+// saw it, to make is. Its parameters are compared by what a person sets (mode, value,
+// whether it is secret), not by their ciphertexts: `secrets rotate` re-encrypts them
+// under a new key, without a new configuration version, and that is no change. A
+// secret's ciphertext that differs is one a person saved when the version moved too.
+func sameSettings(was, is *storedTool) bool {
+	if was == nil || is == nil {
+		return was == is
+	}
+	if len(was.Config.Params) != len(is.Config.Params) {
+		return false
+	}
+	for name, w := range was.Config.Params {
+		i, ok := is.Config.Params[name]
+		if !ok || w.Mode != i.Mode || !bytes.Equal(w.Value, i.Value) || (w.Secret == "") != (i.Secret == "") ||
+			w.Secret != i.Secret && was.ConfigVersion != is.ConfigVersion {
+			return false
+		}
+	}
+	a, b := *was, *is
+	a.Config, b.Config = tools.Configuration{}, tools.Configuration{}
+	// A save that set everything as it was moves the version alone: nothing to refuse.
+	a.ConfigVersion, b.ConfigVersion = 0, 0
+	return reflect.DeepEqual(&a, &b)
 }
 
 // applyPending discovers the servers of the pending tools, then plans and applies those

@@ -124,12 +124,16 @@ func (s *Service) ApplyImportTx(ctx context.Context, tx pgx.Tx, actor audit.Acto
 				if err != nil {
 					return err
 				}
-				out, err := s.update(ctx, tx, cur, it.d)
+				d, err := keptFromRow(it.d, cur)
+				if err != nil {
+					return fmt.Errorf("registry: import %s: server %q %w; plan the import again", plan.File, it.Name, err)
+				}
+				out, err := s.update(ctx, tx, cur, d)
 				if err != nil {
 					return fmt.Errorf("registry: import %s: update server %q: %w", plan.File, it.Name, err)
 				}
 				changes := map[string]any{}
-				before, after := draftOf(cur).auditView(), it.d.auditView()
+				before, after := draftOf(cur).auditView(), d.auditView()
 				for k, v := range after {
 					if fmt.Sprint(before[k]) != fmt.Sprint(v) {
 						changes[k] = map[string]any{"from": before[k], "to": v}
@@ -200,4 +204,38 @@ func lockUnchanged(ctx context.Context, tx pgx.Tx, file string, it PlanItem) (Se
 		return Server{}, ErrBuiltinFixed // planServer refuses it; a plan built otherwise must not write it either
 	}
 	return cur, nil
+}
+
+// keptFromRow is d with each secret it keeps (no new plain value) taken from cur, the
+// row as locked now, instead of the ciphertext the plan read: `secrets rotate`
+// re-encrypts values without moving updated_at (so lockUnchanged lets it pass), and
+// writing back the plan's ciphertext would put the value back under the key it replaced.
+// The plan's draft is left as it is (a retried transaction applies it again).
+func keptFromRow(d draft, cur Server) (draft, error) {
+	out := d
+	out.env, out.headers = make(map[string]secretValue, len(d.env)), make(map[string]secretValue, len(d.headers))
+	for _, m := range []struct {
+		field    string
+		from, to map[string]secretValue
+		stored   map[string]string
+	}{{"env", d.env, out.env, cur.Env}, {"headers", d.headers, out.headers, cur.Headers}} {
+		for k, v := range m.from {
+			if v.plain == nil {
+				c, ok := m.stored[k]
+				if !ok {
+					// Only a save removes a name, and a save moves updated_at.
+					return out, fmt.Errorf("no longer has %s %s", m.field, k)
+				}
+				v = secretValue{cipher: c}
+			}
+			m.to[k] = v
+		}
+	}
+	if d.authToken.plain == nil && d.authToken.cipher != "" {
+		if cur.AuthToken == "" {
+			return out, errors.New("no longer has its auth token")
+		}
+		out.authToken = secretValue{cipher: cur.AuthToken}
+	}
+	return out, nil
 }
