@@ -43,11 +43,17 @@ func (h DashboardHandler) Show(c echo.Context) error {
 	page := views.DashboardPage{Layout: h.layout(c, "Dashboard", auth.SessionsTopic, audit.Topic)}
 	page.Live.LastEventID = last
 	page.Status = h.status(c)
-	active, err := h.Auth.ActiveUsers(ctx)
-	if err != nil {
-		return err
+	// "Signed in now" names people and their roles, and its live updates are the
+	// sessions topic's: it is shown, and read, only for those who may follow that topic
+	// (TopicPermission), and the page leaves it out for everyone else, count included:
+	// a count could not stay current without the names' topic.
+	if p.Can(TopicPermission(auth.SessionsTopic)) {
+		active, err := h.Auth.ActiveUsers(ctx)
+		if err != nil {
+			return err
+		}
+		page.SignedIn = signedInRows(active)
 	}
-	page.SignedIn = signedInRows(active)
 	if p.Can(auth.PermAuditView) {
 		page.ShowActivity = true
 		recs, err := h.AuditLog.Recent(ctx, views.ActivityKeep)

@@ -417,7 +417,11 @@ func (d *Shell) seesNavBadge(p *auth.Principal) bool {
 func TopicPermission(topic string) auth.Permission {
 	switch topic {
 	case auth.SessionsTopic:
-		return auth.PermDashboard
+		// Who is signed in, by name and role, and each sign-in as it happens: the audit
+		// log's user.login entries already show that to auditors, and administrators hold
+		// every permission; to anyone else it names the accounts worth targeting. The
+		// dashboard's "Signed in now" panel follows the same rule (DashboardHandler.Show).
+		return auth.PermAuditView
 	case audit.Topic:
 		return auth.PermAuditView
 	case registry.ServersTopic:

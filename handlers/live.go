@@ -33,6 +33,8 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 		if err := ev.Decode(&se); err != nil {
 			return nil, err
 		}
+		// Everyone signed in, by name and role: the topic is only for those who may see
+		// that (TopicPermission), so the one rendering serves every follower.
 		active, err := l.Auth.ActiveUsers(ctx)
 		if err != nil {
 			return nil, err
