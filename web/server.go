@@ -101,15 +101,46 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 	e.GET(static.Prefix+"*", echo.WrapHandler(staticHandler(staticFiles)))
 
 	s.table = s.routes()
+	methods := map[string][]string{}
+	for _, r := range s.table {
+		methods[r.Path] = append(methods[r.Path], r.Method)
+	}
 	// Bad text is refused after the permission check: a refused request is recorded as
 	// denied whatever it carries.
 	for _, r := range s.table {
 		e.Add(r.Method, r.Path, r.Handler, requirePermission(r.Perm), s.recheckSlowBody, refuseBadText)
-		if r.Method == http.MethodGet && r.Path != "/ws" && !BearerOnly(r.Path) {
+		switch {
+		case r.Method != http.MethodGet:
+		case headAllowed(r.Path):
 			e.Add(http.MethodHead, r.Path, r.Handler, requirePermission(r.Perm), refuseBadText)
+		default:
+			// Refused here rather than left unrouted, where echo would try a parameter
+			// route beside it (HEAD /api/v1/audit/export reached /api/v1/audit/:id).
+			e.Add(http.MethodHead, r.Path, refuseHead(strings.Join(methods[r.Path], ", ")))
 		}
 	}
 	return s
+}
+
+// refuseHead answers a HEAD to a route without one: 405, naming the route's methods.
+func refuseHead(allow string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Response().Header().Set(echo.HeaderAllow, allow)
+		return echo.ErrMethodNotAllowed
+	}
+}
+
+// noHead are GET routes that do work or record something for each request: an export
+// streams and records the whole log, and a check reads the whole chain and records it.
+var noHead = map[string]bool{"/api/v1/audit/export": true, "/api/v1/audit/verify": true}
+
+// headAllowed reports whether GET route path also answers HEAD (405 when not). A HEAD
+// runs the whole handler and Go drops the body, so a websocket (/ws, a terminal's
+// socket), a stream, the MCP transports (BearerOnly), the replicas' internal routes
+// (a hop's nonce, a held watch) and noHead get none; ordinary pages and reads do.
+func headAllowed(path string) bool {
+	return !strings.HasSuffix(path, "/ws") && !BearerOnly(path) &&
+		!strings.HasPrefix(path, "/internal/") && !noHead[path]
 }
 
 // clientIP is how a request's client address is found: the peer address, unless the

@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -127,28 +130,39 @@ func (s *Server) forwardTerminal(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if websocket.IsWebSocketUpgrade(c.Request()) {
 			// A forwarded socket counts against its person's sockets here too, and ends
-			// here when either side ends or the browser stays silent (forwardedConn).
+			// here when either side ends or the browser stays silent (forwardedConn). It
+			// is one of this replica's live sockets (the gauge, the dashboard), told
+			// 1012 when this replica shuts down.
 			done, err := s.hub.admit(p)
 			if err != nil {
 				return err
 			}
 			defer done()
-			c.Response().Writer = forwardedSocket{ResponseWriter: c.Response().Writer}
+			c.Response().Writer = forwardedSocket{ResponseWriter: c.Response().Writer, hub: s.hub}
 		}
 		return s.forwardTo(c, owner, "terminal "+id, nil)
 	}
 }
 
 // forwardedSocket hands the reverse proxy a forwardedConn when it takes over the
-// connection for a websocket.
-type forwardedSocket struct{ http.ResponseWriter }
+// connection for a websocket, tracked by hub (when set) until it is closed.
+type forwardedSocket struct {
+	http.ResponseWriter
+	hub *hub
+}
 
 func (w forwardedSocket) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
-	return forwardedConn{conn}, brw, nil
+	fc := &forwardedConn{Conn: conn, hub: w.hub}
+	if w.hub != nil {
+		w.hub.trackForwarded(fc, true)
+	}
+	// The proxy writes the owner's 101 answer through brw: through fc too, so that fc
+	// knows where the socket's frames begin.
+	return fc, bufio.NewReadWriter(brw.Reader, bufio.NewWriter(fc)), nil
 }
 
 func (w forwardedSocket) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -157,11 +171,209 @@ func (w forwardedSocket) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // wsPongWait of silence (the owner pings every wsPingEvery, and a page answers), and it
 // has no CloseWrite: the proxy then ends both sides as soon as the owner closes, where
 // it half-closed the browser's side and waited for a browser that may never speak.
-type forwardedConn struct{ net.Conn }
+//
+// It follows the frames the owner sends through it, so that a shutdown of this replica
+// can put a close frame (1012, restarting) between two of them (restart), as the hub
+// tells its own sockets: the bytes the proxy copies are not cut at frames.
+type forwardedConn struct {
+	net.Conn
+	hub *hub
 
-func (c forwardedConn) Read(b []byte) (int, error) {
-	_ = c.Conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	mu      sync.Mutex // held by each write
+	frames  frameCursor
+	restart bool          // a close frame is to go at the next frame boundary
+	closed  bool          // a whole close frame went to the browser (the owner's or restart's)
+	sent    chan struct{} // restart's: closed once closed is set
+	// ending is set once restart's close frame went: reads no longer extend their
+	// deadline, and Close lets the browser's answer in (Close).
+	ending    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// errRestarting ends the proxy's copy to a socket that was sent its close frame.
+var errRestarting = errors.New("websocket: this replica is restarting")
+
+func (c *forwardedConn) Read(b []byte) (int, error) {
+	if !c.ending.Load() {
+		_ = c.Conn.SetReadDeadline(time.Now().Add(wsPongWait))
+	}
 	return c.Conn.Read(b)
+}
+
+func (c *forwardedConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.restart && c.closed {
+		return 0, errRestarting
+	}
+	n := len(b)
+	if c.restart {
+		n = c.frames.until(b) // the frame under way, not the next
+	}
+	w, err := c.Conn.Write(b[:n])
+	if c.frames.advance(b[:w]) {
+		c.closed = true
+	}
+	if err != nil {
+		return w, err
+	}
+	if c.restart {
+		if !c.closed && c.frames.atBoundary() {
+			c.sendClose()
+		}
+		if c.closed {
+			close(c.sent)
+			if n < len(b) {
+				return n, errRestarting
+			}
+		}
+	}
+	return n, nil
+}
+
+// restartClose sends the browser a close frame (1012, restarting) now if no frame is
+// under way, else once the one under way is through, and waits up to wait for it.
+func (c *forwardedConn) restartClose(wait time.Duration) {
+	c.mu.Lock()
+	if !c.restart {
+		c.restart, c.sent = true, make(chan struct{})
+		if !c.closed && c.frames.atBoundary() {
+			c.sendClose()
+		}
+		if c.closed {
+			close(c.sent)
+		}
+	}
+	sent := c.sent
+	c.mu.Unlock()
+	select {
+	case <-sent:
+	case <-time.After(wait):
+	}
+}
+
+// sendClose writes the close frame, c.mu held at a frame boundary.
+func (c *forwardedConn) sendClose() {
+	payload := websocket.FormatCloseMessage(closeServiceRestart, "restarting")
+	frame := append([]byte{0x80 | websocket.CloseMessage, byte(len(payload))}, payload...) // final, unmasked as a server's
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = c.Conn.Write(frame)
+	c.closed = true
+	c.ending.Store(true)
+}
+
+// closeLinger is how long Close lets the browser's answer to a close frame in.
+const closeLinger = time.Second
+
+// Close ends the tracking and closes the connection. After restart's close frame it
+// half-closes it and reads what the browser still sends for up to closeLinger before it
+// closes it (RFC 6455 §7.1.1): closed with the browser's bytes unread (a pong, its
+// close frame) it would be reset, and the browser could lose the close frame.
+func (c *forwardedConn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.hub != nil {
+			c.hub.trackForwarded(c, false)
+		}
+		if !c.ending.Load() {
+			c.closeErr = c.Conn.Close()
+			return
+		}
+		if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+		_ = c.Conn.SetReadDeadline(time.Now().Add(closeLinger))
+		go func() {
+			_, _ = io.Copy(io.Discard, c.Conn)
+			_ = c.Conn.Close()
+		}()
+	})
+	return c.closeErr
+}
+
+// frameCursor follows the bytes a server sends on an upgraded connection: the HTTP
+// answer up to its blank line, then websocket frames (RFC 6455 §5.2), each a header of
+// 2 to 14 bytes and a payload of the length it gives. At a boundary a control frame may
+// go in, also between the frames of a fragmented message (§5.4).
+type frameCursor struct {
+	body    bool     // past the HTTP answer
+	crlf    int      // how much of "\r\n\r\n" the answer's last bytes matched
+	head    [14]byte // the frame header read so far
+	headN   int
+	payload uint64 // what remains of the current frame's payload
+	close   bool   // the current frame is a close frame
+}
+
+func (f *frameCursor) atBoundary() bool { return f.body && f.headN == 0 && f.payload == 0 }
+
+// until returns how many of b's bytes reach the first boundary in b (all of b when
+// none does), leaving f as it was.
+func (f *frameCursor) until(b []byte) int {
+	g := *f
+	for i := range b {
+		if g.atBoundary() {
+			return i
+		}
+		g.advance(b[i : i+1])
+	}
+	return len(b)
+}
+
+// advance follows b and reports whether a close frame ended in it.
+func (f *frameCursor) advance(b []byte) (closed bool) {
+	for len(b) > 0 {
+		switch {
+		case !f.body:
+			c := b[0]
+			b = b[1:]
+			switch {
+			case c == "\r\n\r\n"[f.crlf]:
+				f.crlf++
+			case c == '\r':
+				f.crlf = 1
+			default:
+				f.crlf = 0
+			}
+			f.body = f.crlf == 4
+		case f.payload > 0:
+			n := min(uint64(len(b)), f.payload)
+			f.payload -= n
+			b = b[n:]
+			closed = closed || f.payload == 0 && f.close
+		default:
+			f.head[f.headN] = b[0]
+			f.headN++
+			b = b[1:]
+			if f.headN < 2 {
+				continue
+			}
+			size := 2
+			switch f.head[1] & 0x7f {
+			case 126:
+				size += 2
+			case 127:
+				size += 8
+			}
+			if f.head[1]&0x80 != 0 {
+				size += 4 // a masking key
+			}
+			if f.headN < size {
+				continue
+			}
+			switch n := f.head[1] & 0x7f; n {
+			case 126:
+				f.payload = uint64(binary.BigEndian.Uint16(f.head[2:4]))
+			case 127:
+				f.payload = binary.BigEndian.Uint64(f.head[2:10])
+			default:
+				f.payload = uint64(n)
+			}
+			f.close = f.head[0]&0x0f == websocket.CloseMessage
+			f.headN = 0
+			closed = closed || f.payload == 0 && f.close
+		}
+	}
+	return closed
 }
 
 // forwardTo answers c's request by sending it to replica owner, which answers it as if

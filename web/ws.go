@@ -119,6 +119,9 @@ type hub struct {
 	batches    map[string]*websocket.PreparedMessage
 	batchOrder []string
 	conns      map[*websocket.Conn]struct{}
+	// forwarded are the terminal sockets this replica forwards to another
+	// (web/terminal_forward.go): counted and told of a shutdown as conns are.
+	forwarded map[*forwardedConn]struct{}
 	// perPerson counts each person's open sockets (replayKey), bounded by wsPerPerson.
 	perPerson map[string]int
 	closed    bool
@@ -214,7 +217,8 @@ type rendered struct {
 
 func newHub(deps *handlers.Deps, bus *events.Bus, log *slog.Logger) *hub {
 	h := &hub{deps: deps, bus: bus, live: handlers.Live{Deps: deps}, log: log,
-		cache: map[eventKey]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
+		cache: map[eventKey]rendered{}, batches: map[string]*websocket.PreparedMessage{}, conns: map[*websocket.Conn]struct{}{},
+		forwarded: map[*forwardedConn]struct{}{}, perPerson: map[string]int{}, flying: map[string]*flight{},
 		replays: make(chan struct{}, wsReplays), replayers: map[string]*replayer{}, replayByPerson: map[string]int64{},
 		sampler: newSampler(bus)}
 	if bus != nil {
@@ -251,7 +255,7 @@ func (h *hub) forget() {
 func (h *hub) count() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.conns)
+	return len(h.conns) + len(h.forwarded)
 }
 
 // sameOrigin accepts a handshake whose Origin is this site's: its scheme and host as
@@ -355,6 +359,22 @@ func (h *hub) track(conn *websocket.Conn, add bool) {
 		h.conns[conn] = struct{}{}
 	} else {
 		delete(h.conns, conn)
+	}
+}
+
+// trackForwarded is track for a forwarded socket. One that comes while the hub shuts
+// down is told so at once.
+func (h *hub) trackForwarded(c *forwardedConn, add bool) {
+	h.mu.Lock()
+	closed := h.closed
+	if add {
+		h.forwarded[c] = struct{}{}
+	} else {
+		delete(h.forwarded, c)
+	}
+	h.mu.Unlock()
+	if add && closed {
+		go c.restartClose(time.Second)
 	}
 }
 
@@ -1282,6 +1302,10 @@ func (h *hub) shutdown() {
 	for c := range h.conns {
 		conns = append(conns, c)
 	}
+	forwarded := make([]*forwardedConn, 0, len(h.forwarded))
+	for c := range h.forwarded {
+		forwarded = append(forwarded, c)
+	}
 	h.mu.Unlock()
 	// All at once, and at most about wsCloseWait in all: a close frame waits up to a
 	// second for a socket whose client does not read, and hundreds one after another
@@ -1290,6 +1314,9 @@ func (h *hub) shutdown() {
 	for _, c := range conns {
 		wg.Go(func() { h.closeWith(c, closeServiceRestart, "restarting") })
 	}
+	for _, c := range forwarded {
+		wg.Go(func() { c.restartClose(time.Second) })
+	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
@@ -1297,6 +1324,9 @@ func (h *hub) shutdown() {
 	case <-time.After(wsCloseWait):
 	}
 	for _, c := range conns {
+		_ = c.Close()
+	}
+	for _, c := range forwarded {
 		_ = c.Close()
 	}
 }

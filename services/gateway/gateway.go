@@ -9,23 +9,28 @@
 // a stateful handler (Mcp-Session-Id) for clients of protocol 2025-06-18 and
 // 2025-11-25, and a stateless one for 2026-07-28, which the SDK accepts only there.
 // One Gateway serves both from one URL, choosing by the request's
-// Mcp-Protocol-Version header (which the SDK requires on every 2026-07-28 request).
+// Mcp-Protocol-Version header (which the SDK requires on every 2026-07-28 request); a
+// version the SDK does not know is refused (refuseVersion).
 // The legacy SSE transport (/sse and /messages/) is served over the same server
 // (sse.go).
 package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	mcpauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/internal/writebound"
@@ -44,6 +49,11 @@ const DefaultWriteTimeout = 30 * time.Second
 
 // statelessVersion is the first protocol version go-sdk serves only statelessly.
 const statelessVersion = "2026-07-28"
+
+// knownVersions are the protocol versions go-sdk speaks, newest first. A request's
+// Mcp-Protocol-Version is looked up here, not compared as a string: "9" or
+// "2026-07-28x" sorts after statelessVersion and would be taken for a stateless one.
+var knownVersions = mcp.SupportedProtocolVersions()
 
 // Options tunes a Gateway; zero fields take the defaults shown.
 type Options struct {
@@ -196,14 +206,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		defer context.AfterFunc(g.stop, cancel)()
 		req = req.WithContext(ctx)
 	}
+	version := req.Header.Get("Mcp-Protocol-Version")
+	known := version == "" || slices.Contains(knownVersions, version)
 	h := g.stateful
-	if req.Header.Get("Mcp-Protocol-Version") >= statelessVersion {
+	if known && version >= statelessVersion {
 		h = g.stateless
 	}
 	// The SDK's middleware writes the 401 itself; the challenge writer adds the
 	// WWW-Authenticate header it leaves out without OAuth metadata, and the MCP
 	// handler gets the real writer (streams need its Flush), its writes bounded.
 	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		if !known {
+			refuseVersion(w, r, version)
+			return
+		}
 		if refuseBatch(w, r) {
 			return
 		}
@@ -230,6 +246,43 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		h.ServeHTTP(bw, r)
 	})).
 		ServeHTTP(&challenge{ResponseWriter: w}, req)
+}
+
+// maxIDProbe is how much of a refused request's body is read for its id.
+const maxIDProbe = 64 << 10
+
+// refuseVersion answers a request whose Mcp-Protocol-Version is not one the SDK speaks
+// as the specification says (2025-06-18 transports, "Protocol Version Header": 400;
+// SEP-2575: a JSON-RPC error UnsupportedProtocolVersion whose data names the supported
+// versions, as the SDK answers a 2026-07-28-style request it cannot serve), so the
+// client can pick one. The error carries the request's id when its body is a call,
+// null otherwise (JSON-RPC 2.0, as the SDK's encoder would leave it out).
+func refuseVersion(w http.ResponseWriter, r *http.Request, version string) {
+	var id any
+	if r.Method == http.MethodPost && r.Body != nil {
+		if b, err := io.ReadAll(io.LimitReader(r.Body, maxIDProbe)); err == nil {
+			if msg, err := jsonrpc.DecodeMessage(b); err == nil {
+				if call, ok := msg.(*jsonrpc.Request); ok && call.IsCall() {
+					id = call.ID.Raw()
+				}
+			}
+		}
+	}
+	data, _ := json.Marshal(mcp.UnsupportedProtocolVersionData{Supported: knownVersions, Requested: version})
+	out, err := json.Marshal(struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", id, &jsonrpc.Error{Code: mcp.CodeUnsupportedProtocolVersion, Message: fmt.Sprintf(
+		"unsupported protocol version %q (Mcp-Protocol-Version); this server supports %s", version, strings.Join(knownVersions, ", ")),
+		Data: data}})
+	if err != nil {
+		http.Error(w, "unsupported protocol version", http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(out)
 }
 
 // challenge adds WWW-Authenticate to a 401.

@@ -25,40 +25,40 @@ type streams struct {
 	byUser map[string]map[*stream]struct{}
 }
 
+// A role that loses the permissions a call needs (lostPermission) ends a user's
+// streams as well as their requests: a stream (a stateful session's GET, an SSE
+// session's, a subscriptions/listen) carries the server's messages (tools/list_changed,
+// passed-through notifications) to a client its role no longer lets call through
+// /mcp. A client that opens it again is admitted under its role as it is then.
 type stream struct {
 	p      *auth.Principal
 	cancel context.CancelFunc
-	// request marks a POST, or a request of an SSE session (sseCaller): it was
-	// admitted under p's role, so a role that loses the permissions a call needs
-	// (lostPermission) ends it too. A stream (a streamable HTTP GET, an SSE session's)
-	// carries no call of its own, and its client would only open it again, so a role
-	// change leaves it open; it ends when its credential does.
-	request bool
 }
 
 // track returns a context for the stream or POST request req, which the gateway
-// cancels once the request's token no longer authenticates, and the function that ends
-// the tracking.
+// cancels once the request's token no longer authenticates or its user's role lost a
+// permission (recheck), and the function that ends the tracking.
 func (g *Gateway) track(req *http.Request) (context.Context, func()) {
 	c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(req.Context()))
 	if !ok {
 		return context.WithCancel(req.Context())
 	}
-	return g.trackAs(req.Context(), c.p, req.Method == http.MethodPost)
+	return g.trackFor(req.Context(), c.p)
 }
 
-// trackFor is track for a stream of principal p's whose context is parent.
+// trackAs is trackFor. Streams and requests used to be told apart (request set for a
+// request), and are no longer: a role change ends both alike.
+func (g *Gateway) trackAs(parent context.Context, p *auth.Principal, _ bool) (context.Context, func()) {
+	return g.trackFor(parent, p)
+}
+
+// trackFor is track for a stream or request of principal p's whose context is parent.
 func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.Context, func()) {
-	return g.trackAs(parent, p, false)
-}
-
-// trackAs is trackFor for a POST request when request is set.
-func (g *Gateway) trackAs(parent context.Context, p *auth.Principal, request bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	if p.TokenID == "" {
 		return ctx, cancel
 	}
-	st := &stream{p: p, cancel: cancel, request: request}
+	st := &stream{p: p, cancel: cancel}
 	if exp := p.TokenExpiresAt; exp != nil {
 		// Expiry publishes nothing: the stream ends when its token does.
 		t := time.AfterFunc(time.Until(*exp), cancel)
@@ -86,7 +86,7 @@ func (g *Gateway) trackAs(parent context.Context, p *auth.Principal, request boo
 }
 
 // recheck ends the streams and requests of user id whose token no longer
-// authenticates, and the requests whose user's role lost a permission since.
+// authenticates, or whose user's role lost a permission since they were opened.
 func (g *Gateway) recheck(uid string) {
 	g.open.mu.Lock()
 	var sts []*stream
@@ -111,7 +111,7 @@ func (g *Gateway) recheck(uid string) {
 			seen[st.p.TokenID] = cur
 		}
 		role, err := cur.role, cur.err
-		if errors.Is(err, auth.ErrNoLongerValid) || err == nil && st.request && lostPermission(st.p.User.Role, role) {
+		if errors.Is(err, auth.ErrNoLongerValid) || err == nil && lostPermission(st.p.User.Role, role) {
 			st.cancel()
 		} else if err != nil {
 			g.log.Warn("gateway: re-check a stream's token", "err", err)
