@@ -213,11 +213,12 @@ func (g *Gateway) sseCaller(next mcp.MethodHandler) mcp.MethodHandler {
 		if !ok {
 			return next(ctx, method, req)
 		}
-		tracked, done := g.trackAs(ctx, c.p, true)
+		tracked, done := g.trackFor(ctx, c.p)
 		defer done()
 		res, err := next(tracked, method, req)
 		if tracked.Err() != nil && ctx.Err() == nil {
-			// Its answer would still reach the client on the stream, which stays open.
+			// Its answer would still reach the client on the stream, open while its
+			// token is revoked or its role rechecked (the stream ends then too).
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(
 				"this request ended: the API token of %s no longer allows it (revoked, expired, or the role changed)", c.p.User.Username)}
 		}

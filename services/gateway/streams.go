@@ -46,12 +46,6 @@ func (g *Gateway) track(req *http.Request) (context.Context, func()) {
 	return g.trackFor(req.Context(), c.p)
 }
 
-// trackAs is trackFor. Streams and requests used to be told apart (request set for a
-// request), and are no longer: a role change ends both alike.
-func (g *Gateway) trackAs(parent context.Context, p *auth.Principal, _ bool) (context.Context, func()) {
-	return g.trackFor(parent, p)
-}
-
 // trackFor is track for a stream or request of principal p's whose context is parent.
 func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
