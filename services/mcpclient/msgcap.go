@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolwarden/toolwarden/internal/loglimit"
@@ -87,22 +88,108 @@ func (m *Manager) msgLimit(cfg registry.Connection) msgLimit {
 // past it a message fails there as one that is not JSON does.
 const sdkMaxDepth = 1000
 
-// readable reports whether msg, one value s scanned to its end, is one the SDK can
-// decode: valid JSON, an object whose "jsonrpc" is "2.0" or an array (a batch), nested
-// no deeper than the SDK takes. The SDK's reader stops at the first message it cannot decode, ending the
-// session and failing every call in flight, so anything else (a banner, a log line on
-// standard output) is dropped instead, as the TypeScript and Python SDKs skip it.
+// readable reports whether msg, one value s scanned to its end, is a message the SDK
+// can decode (jsonrpc2.DecodeMessage): valid JSON nested no deeper than the SDK takes, an
+// object whose "jsonrpc" is "2.0", whose "id", "method" and "error" have the types the
+// SDK decodes (refused), and a response with an id. The SDK's reader stops at the first
+// message it cannot decode, ending the session and failing every call in flight, so
+// anything else (a banner, a log line on standard output) is dropped instead, as the
+// TypeScript and Python SDKs skip it. A batch is not one message: see isBatch.
 //
 // The check is segmentio's Valid, the parser the SDK decodes with, so the two agree on
 // what is valid. BenchmarkReaders, back to back: stdio/big 1.1–1.4 GB/s
 // without a check, 0.7–0.8 with it, 0.3 with encoding/json's Valid; small messages
 // 200–230 ns each, 270–340, 835. The depth is checked first: its parser recurses once
-// per level.
+// per level. An "error" object, or an id too long to check here, is rare enough to be
+// left to the SDK's own decoding, which also checks its "code" and "message".
 func readable(msg []byte, s *scanner) bool {
-	if s.broken || s.top != '{' && s.top != '[' || s.top == '{' && !s.version2() || s.maxDepth > sdkMaxDepth {
+	if s.broken || s.top != '{' || !s.version2() || s.maxDepth > sdkMaxDepth {
 		return false
 	}
-	return sjson.Valid(msg)
+	if !sjson.Valid(msg) {
+		s.invalid = true
+		return false
+	}
+	if s.refused() {
+		return false
+	}
+	if s.errorObject || s.idNumber() && s.id.long {
+		_, err := jsonrpc.DecodeMessage(msg)
+		s.decodeFailed = err != nil
+		return err == nil
+	}
+	return true
+}
+
+// isBatch reports whether msg, one value s scanned to its end, is a batch the readers
+// split into its messages (splitBatch): a valid JSON array nested no deeper than the
+// SDK takes. The SDK ends the session on a batch where it cannot decode every element
+// (or an empty one, or one whose calls' ids repeat) on stdio, and on any batch over
+// HTTP; each element on its own is decoded as any other message.
+func isBatch(msg []byte, s *scanner) bool {
+	return s.top == '[' && !s.broken && s.done && s.maxDepth <= sdkMaxDepth && sjson.Valid(msg)
+}
+
+// splitBatch returns the messages that take the place of batch (isBatch): each element
+// the SDK can decode (readable), in order, and the malformed-response error for each
+// response to one of our requests among the others (unreadable), the errors no more
+// than the cap in all: a batch of 16 MiB may hold half a million refused responses, and
+// their errors would be ten times its size. What is left out is noted once for the
+// batch (notJSON), an empty batch as a whole.
+func (l msgLimit) splitBatch(batch []byte) [][]byte {
+	var (
+		out      [][]byte
+		s        scanner
+		first    []byte // the first element left out, for the note
+		left     int64  // bytes of the elements left out
+		answers  int    // bytes of the errors so far
+		answered []byte // the ids answered, comma-separated, for the note
+		elements int
+	)
+	for i := 1; ; {
+		for i < len(batch) && (isSpace(batch[i]) || batch[i] == ',') {
+			i++
+		}
+		if i >= len(batch) || batch[i] == ']' {
+			break
+		}
+		s.reset()
+		n, _ := s.feed(batch[i:])
+		elem := batch[i : i+n]
+		i += n
+		elements++
+		if readable(elem, &s) {
+			out = append(out, elem)
+			continue
+		}
+		if first == nil {
+			first = elem
+		}
+		left += int64(len(elem))
+		if r := l.unreadable(&s); r != nil && answers+len(r) <= l.max {
+			out = append(out, r)
+			answers += len(r)
+			switch id := s.id.bytes(); {
+			case len(answered)+len(id) < strayShown:
+				if len(answered) > 0 {
+					answered = append(answered, ',')
+				}
+				answered = append(answered, id...)
+			case !bytes.HasSuffix(answered, []byte("…")):
+				answered = append(answered, ",…"...)
+			}
+		}
+	}
+	if elements == 0 {
+		first, left = batch, int64(len(batch))
+	}
+	if first != nil {
+		if len(answered) == 0 {
+			answered = nil
+		}
+		l.notJSON(first[:min(len(first), strayKeep)], left, answered)
+	}
+	return out
 }
 
 // strayShown bounds how much of a dropped piece of output that is not a message is
@@ -174,11 +261,21 @@ func (l msgLimit) malformedText(s *scanner) string {
 	switch {
 	case s.maxDepth > sdkMaxDepth:
 		why = fmt.Sprintf("nested deeper than %d levels", sdkMaxDepth)
-	case s.broken:
+	case s.broken || !s.done || s.invalid:
 	case s.top == '[':
 		why = "a batch, where one message was due" // only a JSON body (jsonBody) is refused so
+	case s.top != '{':
 	case s.hasVersion && !s.version2():
 		why = `its "jsonrpc" is not "2.0"`
+	case !s.hasVersion:
+	case s.idRefused():
+		why = `its "id" is not a number, a string or null`
+	case s.hasMethod && s.methodRefused():
+		why = `its "method" is not a string`
+	case !s.hasMethod && (s.idKind == 0 || s.idKind == 'n'):
+		why = `a response without an "id"`
+	case s.errorBad || s.errorObject && s.decodeFailed:
+		why = `its "error" is not a JSON-RPC error object`
 	}
 	return fmt.Sprintf("malformed response: %s sent an answer that is not a JSON-RPC message the client can read (%s)",
 		l.server, why)
@@ -312,6 +409,17 @@ type scanner struct {
 	version    capture
 	versionOK  bool
 	versionBad bool
+	// What else the SDK's decoding refuses (refused), by the first byte of each value:
+	// idKind and methodKind are those of the last "id" and "method" (0: none), the last
+	// one being the one decoded; errorBad says an "error" was neither an object nor
+	// null, errorObject that one was an object, whose "code" and "message" the SDK's own
+	// decoding checks (readable), decodeFailed that it refused the message.
+	idKind       byte
+	methodKind   byte
+	errorBad     bool
+	errorObject  bool
+	decodeFailed bool
+	invalid      bool // readable found the value not valid JSON
 
 	// A line break inside the value where it cannot go on (expect, objects), or inside
 	// a string, ends it there, broken: stdio messages are one a line, and a malformed one
@@ -394,6 +502,47 @@ func (s *scanner) afterComma() expectKind {
 // version2 reports whether the SDK takes the top-level object's "jsonrpc".
 func (s *scanner) version2() bool { return s.hasVersion && s.versionOK && !s.versionBad }
 
+// refused reports what jsonrpc2.DecodeMessage refuses in a valid top-level object, as
+// far as the scan tells: an "id" it cannot make an ID of (idRefused), a "method" that
+// is not a string or null, an "error" that is not an object or null, a response (no
+// "method") without an id or with a null one.
+func (s *scanner) refused() bool {
+	if s.idRefused() || s.errorBad {
+		return true
+	}
+	if s.hasMethod {
+		return s.methodRefused()
+	}
+	return s.idKind == 0 || s.idKind == 'n'
+}
+
+// methodRefused reports whether the last "method" decodes into no string.
+func (s *scanner) methodRefused() bool { return s.methodKind != '"' && s.methodKind != 'n' }
+
+// idNumber reports whether the last "id" is a number.
+func (s *scanner) idNumber() bool { return s.idKind == '-' || s.idKind >= '0' && s.idKind <= '9' }
+
+// idRefused reports whether the SDK makes no ID of the last "id" (jsonrpc2.MakeID): true,
+// false, an object, an array, or a number past float64's range (1e400). A number too
+// long to capture is left to readable.
+func (s *scanner) idRefused() bool {
+	switch s.idKind {
+	case 't', 'f', '{', '[':
+		return true
+	}
+	return s.idNumber() && !s.id.long && !floatID(s.id.bytes())
+}
+
+// floatID reports whether id, a number, decodes into the float64 the SDK makes of it;
+// only one with an exponent can be out of range within a capture's length.
+func floatID(id []byte) bool {
+	if bytes.IndexAny(id, "eE") < 0 {
+		return true
+	}
+	var f float64
+	return sjson.Unmarshal(id, &f) == nil
+}
+
 type keyKind uint8
 
 const (
@@ -401,6 +550,7 @@ const (
 	keyID
 	keyMethod
 	keyVersion
+	keyError
 )
 
 // capture keeps the first bytes of a short token (a key, an id, a method name).
@@ -450,9 +600,9 @@ func (s *scanner) topID() ([]byte, bool) {
 	if c := id[0]; c != '"' && c != '-' && (c < '0' || c > '9') {
 		return nil, false // null, true, false: not an id of ours
 	}
-	// The scanner does not validate: an id like 7x or "a\q" in a malformed message
-	// would make the error response for it one the SDK cannot decode either.
-	if !sjson.Valid(id) {
+	// The scanner does not validate: an id like 7x, "a\q" or 1e400 in a malformed
+	// message would make the error response for it one the SDK cannot decode either.
+	if !sjson.Valid(id) || id[0] != '"' && !floatID(id) {
 		return nil, false
 	}
 	return id, true
@@ -648,7 +798,18 @@ func (s *scanner) startValue(c byte) {
 		s.versionBad = true // a number, an object...: not a string, and the SDK's decoding fails
 		return
 	}
+	if which == keyError {
+		switch c {
+		case '{':
+			s.errorObject = true
+		case 'n':
+		default:
+			s.errorBad = true // each "error" is decoded: one of another type fails
+		}
+		return
+	}
 	if which == keyID {
+		s.idKind = c
 		s.id.reset() // the last "id" wins, as it does for encoding/json
 		if c == '{' || c == '[' {
 			s.id.long = true // not an id
@@ -657,6 +818,7 @@ func (s *scanner) startValue(c byte) {
 		s.capt = &s.id
 		return
 	}
+	s.methodKind = c
 	s.method.reset()
 	if c == '"' {
 		s.capt = &s.method
@@ -720,7 +882,8 @@ func (s *scanner) judgeVersion() {
 	}
 }
 
-// classifyKey recognises "id" and "method", also when written with escapes.
+// classifyKey recognises "id", "method", "jsonrpc" and "error", also when written with
+// escapes.
 func classifyKey(raw []byte, long bool) keyKind {
 	if long || len(raw) < 2 {
 		return keyOther
@@ -740,6 +903,8 @@ func classifyKey(raw []byte, long bool) keyKind {
 		return keyMethod
 	case "jsonrpc":
 		return keyVersion
+	case "error":
+		return keyError
 	}
 	return keyOther
 }

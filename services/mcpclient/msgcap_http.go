@@ -102,6 +102,9 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
 		stop()
 		cancel()
+		if err == nil && resp.Body == http.NoBody {
+			resp.Body = t.emptyBody(r, resp)
+		}
 		return resp, err
 	}
 	answered.Store(true)
@@ -129,6 +132,19 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &limitedBody{src: resp.Body, lim: t.lim, left: int64(t.lim.max) + 1}
 	}
 	return resp, nil
+}
+
+// emptyBody is the body of a response that has none (http.NoBody: a Content-Length of
+// 0). An application/json answer with a success status is decoded by the SDK all the
+// same when it answers a call, and ends the session: it is answered as a body the SDK
+// cannot decode is (jsonBody), for the request's id. Any other stays empty.
+func (t *capTransport) emptyBody(r *http.Request, resp *http.Response) io.ReadCloser {
+	if resp.StatusCode < 200 || resp.StatusCode >= 300 || mediaType(resp.Header.Get("Content-Type")) != "application/json" {
+		return http.NoBody
+	}
+	b := newJSONBody(http.NoBody, t.lim, 0, requestID(r))
+	b.answer = true
+	return b
 }
 
 // startReply gives a request whose context is never done a deadline and, once one is
@@ -412,7 +428,8 @@ const (
 // maxMessageValues values, is scanned to its end without being kept: a response
 // becomes an event carrying the error response for its id, anything else is dropped.
 // An event whose data the SDK could not decode (not JSON: see readable) is dropped
-// too. The stream itself goes on, and so does the session. Comments and fields the
+// too; one whose data is a batch becomes an event per message (splitBatch). The
+// stream itself goes on, and so does the session. Comments and fields the
 // SDK ignores are dropped as they come, at any length. Lines are passed on as "field:value", which the SDK reads as the
 // original.
 type eventReader struct {
@@ -671,7 +688,25 @@ func (e *eventReader) dispatch() {
 	if len(e.ev) == 0 {
 		return // only comments
 	}
-	if data, ok := e.decodable(); !ok {
+	data, ok := e.decodable()
+	if name, id := e.fields(); !ok && isBatch(data, &e.scan) && (name == nil || string(bytes.TrimSpace(name)) == "message") {
+		// Each of its messages in an event of its own, the last with the event's id: the
+		// SDK ends the session on any batch over HTTP. The events have no name, which
+		// the SDK reads as "message" (an event of another name is no message to the
+		// Streamable HTTP client, and dropped below): one would cost up to eventSlack
+		// bytes a message, in a batch of hundreds of thousands.
+		msgs := e.lim.splitBatch(data)
+		for i, m := range msgs {
+			var evID []byte
+			if i == len(msgs)-1 {
+				evID = id
+			}
+			e.out = append(e.out, replacementEvent(nil, evID, m)...)
+		}
+		e.ev = e.ev[:0]
+		return
+	}
+	if !ok {
 		// Dropped, and the stream goes on: the SDK would end the session on it. A
 		// response to one of our calls is answered with an error at once.
 		var answered []byte

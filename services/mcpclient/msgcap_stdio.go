@@ -171,9 +171,11 @@ func (p *process) Close() error {
 // memory stays within the cap (plus the read buffer) whatever the server writes, and
 // the session goes on after an oversized message. What the SDK could not decode (a
 // banner, a log line: see readable) is dropped with the rest of its line, and the
-// session goes on too. A message may span lines, as the SDK's decoder takes it, but a
-// line break where valid JSON could not have one ends it (scanner.broken): a malformed
-// message whose braces do not balance takes no other line with it.
+// session goes on too. A batch is passed on as its messages, a line each (splitBatch):
+// held twice for a moment, with at most the cap of errors. A message may span lines,
+// as the SDK's decoder takes it, but a line break where valid JSON could not have one
+// ends it (scanner.broken): a malformed message whose braces do not balance takes no
+// other line with it.
 type frameReader struct {
 	src  io.Reader
 	lim  msgLimit
@@ -273,6 +275,16 @@ func (f *frameReader) step() {
 		if r := f.lim.dropped(&f.scan, f.seen); r != nil {
 			f.out = append(r, '\n')
 		}
+		return
+	}
+	if isBatch(f.msg, &f.scan) {
+		// Each of its messages on a line of its own: the SDK would end the session on a
+		// batch with one element it cannot decode.
+		var out []byte
+		for _, m := range f.lim.splitBatch(f.msg) {
+			out = append(append(out, m...), '\n')
+		}
+		f.out = out
 		return
 	}
 	if !readable(f.msg, &f.scan) {

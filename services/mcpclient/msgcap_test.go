@@ -222,15 +222,16 @@ func TestEventReader(t *testing.T) {
 	}
 	badEvent := func(fields, id string) string { return fields + "data: " + malformedFor(lim, id) + "\n\n" }
 	big := pad(2000)
-	capped := `["` + pad(max-4) + `"]`                            // max bytes of JSON
-	half1, half2 := `["`+pad(max/2-4)+`",`, `"`+pad(max/2-4)+`"]` // max/2 and max/2-1 bytes, joined by the newline: max
+	capped := `{"jsonrpc":"2.0","id":1,"result":"` + pad(max-36) + `"}` // max bytes of JSON
+	// max/2 and max/2-1 bytes, joined by the newline: max
+	half1, half2 := `{"jsonrpc":"2.0","id":1,"result":["`+pad(max/2-37)+`",`, `"`+pad(max/2-5)+`"]}`
 	const next = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":100,\"result\":{}}\n\n"
 	for _, tc := range []struct {
 		name, in, want, log string
 	}{
 		{"events pass", "event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\nretry: 10\n\n", "event: message\nid: 0_1\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\nretry: 10\n\n", ""},
-		{"comments and unknown fields go", ": ping\nfoo: bar\ndata: {\"jsonrpc\":\"2.0\"}\n\n: alone\n\n", "data: {\"jsonrpc\":\"2.0\"}\n\n", ""},
-		{"CRLF lines", "data: [1,\r\ndata: 2]\r\n\r\n", "data: [1,\ndata: 2]\n\n", ""},
+		{"comments and unknown fields go", ": ping\nfoo: bar\ndata: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n: alone\n\n", "data: {\"jsonrpc\":\"2.0\",\"id\":1}\n\n", ""},
+		{"CRLF lines", "data: {\"jsonrpc\":\"2.0\",\r\ndata: \"id\":2}\r\n\r\n", "data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":2}\n\n", ""},
 		{"a field without a colon", "data\n\n", "data:\n\n", ""},
 		{"the endpoint event", "event: endpoint\ndata: /sse?sessionid=X\n\n", "event: endpoint\ndata: /sse?sessionid=X\n\n", ""},
 		{"data of the cap passes", "event: message\nid: 1\ndata: " + capped + "\n\n", "event: message\nid: 1\ndata: " + capped + "\n\n", ""},
@@ -310,10 +311,11 @@ func TestEventReaderUnterminated(t *testing.T) {
 func TestEventReaderCRAtBufferEnd(t *testing.T) {
 	t.Parallel()
 	lim, _ := testLimit(64 << 10)
-	value := "[" + strings.Repeat(" ", eventBuffer-len("data: ")-2) // the '\r' is the buffer's last byte
+	const head = `{"jsonrpc":"2.0","id":1,"result":[`
+	value := head + strings.Repeat(" ", eventBuffer-len("data: ")-len(head)-1) // the '\r' is the buffer's last byte
 	for _, tc := range []struct{ in, want string }{
-		{"data: " + value + "\r\ndata: 1]\n\n", "data: " + value + "\ndata: 1]\n\n"},
-		{"data: " + value + "\r1]\n\n", "data: " + value + "\r1]\n\n"},
+		{"data: " + value + "\r\ndata: 1]}\n\n", "data: " + value + "\ndata: 1]}\n\n"},
+		{"data: " + value + "\r1]}\n\n", "data: " + value + "\r1]}\n\n"},
 	} {
 		got, err := io.ReadAll(newEventReader(io.NopCloser(strings.NewReader(tc.in)), lim))
 		if err != nil || string(got) != tc.want {
@@ -649,7 +651,9 @@ func TestStderrMaskedBeforeCut(t *testing.T) {
 // at the SDK's depth passes.
 func TestReadersDropTooDeep(t *testing.T) {
 	t.Parallel()
-	nested := func(depth int) string { return strings.Repeat("[", depth) + strings.Repeat("]", depth) }
+	nested := func(depth int) string {
+		return `{"jsonrpc":"2.0","method":"x","params":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`
+	}
 	for _, tc := range []struct {
 		depth int
 		pass  bool
