@@ -138,7 +138,13 @@ func (h TokensHandler) APIList(c echo.Context) error {
 			return verr.New("all", "must be 1 or 0")
 		}
 		if all || q.Has("user") {
-			toks, total, err := h.Auth.ListOthersTokens(c.Request().Context(), PrincipalOf(c), q.Get("user"))
+			user := q.Get("user")
+			if q.Has("user") && user == "" {
+				// The service reads "" as everyone's; an empty user= is not a user id, so
+				// it is refused as any other (after the refusal of whoever may not list).
+				user = "(empty)"
+			}
+			toks, total, err := h.Auth.ListOthersTokens(c.Request().Context(), PrincipalOf(c), user)
 			if err != nil {
 				return err
 			}

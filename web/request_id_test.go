@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/internal/replicahop"
+	"github.com/toolwarden/toolwarden/services/auth"
 )
 
 // The request id the audit log records is always the server's own: the audit page
@@ -31,6 +32,8 @@ func TestRequestIDNotTakenFromClient(t *testing.T) {
 			const forged = "someone-elses-request.42"
 			var seen []string
 			for _, user := range []string{"rid-mallory", "rid-trudy"} {
+				// An existing account: a name no account has is not recorded as typed.
+				srv.CreateUser(t, user, auth.RoleGuest, "the-right-password-1")
 				res := srv.PostFormHeaders(t, srv.Client(t), "/login", url.Values{"username": {user}, "password": {"wrong-password"}},
 					map[string]string{"X-Request-ID": forged, "X-Forwarded-For": "203.0.113.7"})
 				res.Body.Close()
@@ -72,6 +75,7 @@ func TestRequestIDAcrossAForward(t *testing.T) {
 	// and X-Request-ID header beside it (none: "").
 	hoppedLogin := func(user, signed, header string) (answered, recorded string) {
 		t.Helper()
+		srv.CreateUser(t, user, auth.RoleGuest, "the-right-password-1")
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/login", nil)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", srv.URL)

@@ -26,6 +26,11 @@ const (
 	loginMaxWaiting = 256
 	// loginBusyRetry is the Retry-After of an attempt refused by admission.
 	loginBusyRetry = time.Second
+	// loginDeviceLane is how many attempts bringing a known device cookie may wait
+	// beyond loginMaxWaiting, one per cookie, and loginKnownDevices how many cookies
+	// the process knows (admission.know).
+	loginDeviceLane   = 64
+	loginKnownDevices = 10000
 )
 
 // admission lets sign-ins into their transactions: waiting happens here, in memory,
@@ -37,6 +42,15 @@ type admission struct {
 	mu      sync.Mutex
 	waiting int
 	addrs   map[string]*addressTurn
+	// known are the hashes of the device cookies this process gave or renewed at a
+	// sign-in or password change: a flood of attempts (a /48's names, say) fills the
+	// waiters, and the owner's browser that signed in before must still get a turn.
+	// Knowing one is checked in memory, so a flood of made-up cookies costs nothing; it
+	// lets an attempt wait past loginMaxWaiting only, never past the checks of Login.
+	// A browser that signed in through another replica, or before a restart, is not
+	// known (looking it up would be a query per refused attempt).
+	known map[string]struct{}
+	lane  map[string]struct{} // known devices with an attempt waiting past loginMaxWaiting
 }
 
 // addressTurn is one address's attempts in flight or waiting.
@@ -46,7 +60,25 @@ type addressTurn struct {
 }
 
 func newAdmission(maxTx, perAddress, maxWaiting int) *admission {
-	return &admission{slots: make(chan struct{}, maxTx), perAddress: perAddress, maxWaiting: maxWaiting, addrs: map[string]*addressTurn{}}
+	return &admission{slots: make(chan struct{}, maxTx), perAddress: perAddress, maxWaiting: maxWaiting, addrs: map[string]*addressTurn{},
+		known: map[string]struct{}{}, lane: map[string]struct{}{}}
+}
+
+// know remembers the device cookie token (admission.known). Past loginKnownDevices,
+// one known before is forgotten, whichever the map gives first.
+func (a *admission) know(token string) {
+	if token == "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.known) >= loginKnownDevices {
+		for k := range a.known {
+			delete(a.known, k)
+			break
+		}
+	}
+	a.known[string(hashToken(token))] = struct{}{}
 }
 
 // loginBusy is the throttled fault of an attempt refused by admission; scope is
@@ -64,6 +96,13 @@ func loginBusy(scope string) *fault.Error {
 // returns the release to call once it has ended. Beyond the limits it refuses at once
 // with loginBusy.
 func (a *admission) admit(ctx context.Context, address string) (release func(), err error) {
+	return a.admitWith(ctx, address, "")
+}
+
+// admitWith is admit for an attempt that brought the device cookie device (or ""): a
+// known one (know) may wait past the limit of waiters overall, in a lane of its own.
+func (a *admission) admitWith(ctx context.Context, address, device string) (release func(), err error) {
+	lane := "" // the known device's key while its attempt is in the lane
 	a.mu.Lock()
 	q := a.addrs[address]
 	switch {
@@ -71,9 +110,17 @@ func (a *admission) admit(ctx context.Context, address string) (release func(), 
 		a.mu.Unlock()
 		return nil, loginBusy("address")
 	case a.waiting >= a.maxWaiting:
-		a.mu.Unlock()
-		return nil, loginBusy("server")
-	case q == nil:
+		key := string(hashToken(device))
+		_, known := a.known[key]
+		_, inLane := a.lane[key]
+		if device == "" || !known || inLane || len(a.lane) >= loginDeviceLane {
+			a.mu.Unlock()
+			return nil, loginBusy("server")
+		}
+		lane = key
+		a.lane[key] = struct{}{}
+	}
+	if q == nil {
 		q = &addressTurn{turn: make(chan struct{}, 1)}
 		q.turn <- struct{}{}
 		a.addrs[address] = q
@@ -85,14 +132,14 @@ func (a *admission) admit(ctx context.Context, address string) (release func(), 
 	select {
 	case <-q.turn:
 	case <-ctx.Done():
-		a.leave(address, q, true)
+		a.leave(address, q, true, lane)
 		return nil, ctx.Err()
 	}
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():
 		q.turn <- struct{}{}
-		a.leave(address, q, true)
+		a.leave(address, q, true, lane)
 		return nil, ctx.Err()
 	}
 	a.mu.Lock()
@@ -101,27 +148,32 @@ func (a *admission) admit(ctx context.Context, address string) (release func(), 
 	return func() {
 		<-a.slots
 		q.turn <- struct{}{}
-		a.leave(address, q, false)
+		a.leave(address, q, false, lane)
 	}, nil
 }
 
-// leave ends one of address's attempts; its turn token is back by then.
-func (a *admission) leave(address string, q *addressTurn, waiting bool) {
+// leave ends one of address's attempts (in the lane of the device lane, if not ""); its
+// turn token is back by then.
+func (a *admission) leave(address string, q *addressTurn, waiting bool, lane string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if waiting {
 		a.waiting--
+	}
+	if lane != "" {
+		delete(a.lane, lane)
 	}
 	if q.n--; q.n == 0 {
 		delete(a.addrs, address)
 	}
 }
 
-// admitAttempt admits a sign-in or a password change (what, for an error) from address:
+// admitAttempt admits a sign-in or a password change (what, for an error) from address,
+// with the device cookie it brought (or ""):
 // a refusal is its Throttled fault as it is, not logged (a flood refused here would flood
 // the log instead).
-func (s *Service) admitAttempt(ctx context.Context, address, what string) (release func(), err error) {
-	release, err = s.logins.admit(ctx, address)
+func (s *Service) admitAttempt(ctx context.Context, address, device, what string) (release func(), err error) {
+	release, err = s.logins.admitWith(ctx, address, device)
 	if err != nil {
 		if _, ok := ThrottleOf(err); ok {
 			return nil, err

@@ -57,7 +57,8 @@ func TestFailedLoginAuditIsBounded(t *testing.T) {
 	if n := len(f.audits("user.login_failed")); n != 5 {
 		t.Fatalf("user.login_failed rows after 40 failures with a budget of 5: got %d, want 5", n)
 	}
-	if n := f.count(`SELECT count(*) FROM login_failures`); n != 40 {
+	// (An IPv6 failure's rows for its wider networks are not failures of their own.)
+	if n := f.count(`SELECT count(*) FROM login_failures WHERE username NOT LIKE 'NETWORK %'`); n != 40 {
 		t.Fatalf("login_failures rows: got %d, want 40 (every failure counted for throttling)", n)
 	}
 

@@ -2,6 +2,9 @@ package auth
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -16,7 +19,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/fault"
-	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // SessionsTopic is the event topic of sign-ins and sign-outs: events.SessionsTopic,
@@ -70,7 +72,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	agent := truncate(strings.ToValidUTF8(req.UserAgent, "\uFFFD"), 300)
 	from := throttleKey(req.IP)
 	actor := audit.Actor{Kind: audit.ActorAnonymous, Name: username, IP: req.IP, RequestID: req.RequestID}
-	release, err := s.admitAttempt(ctx, from, "login")
+	release, err := s.admitAttempt(ctx, from, req.Device, "login")
 	if err != nil {
 		return Session{}, err
 	}
@@ -103,7 +105,11 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			// anonymous caller grow the append-only log without bound.
 			loginErr = terr
 			th, _ := ThrottleOf(terr)
-			s.log.Warn("auth: sign-in refused while throttled", "username", typedName(username), "ip", req.IP, "scope", th.Scope)
+			name, err := nameToKeep(ctx, tx, username)
+			if err != nil {
+				return err
+			}
+			s.log.Warn("auth: sign-in refused while throttled", "username", name, "ip", req.IP, "scope", th.Scope)
 			return nil
 		}
 		// The row stays locked while the password is checked and the session made: a
@@ -133,7 +139,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		if reason != "" {
 			loginErr = ErrInvalidCredentials
-			if _, err := tx.Exec(ctx, `/* auth.Login.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, username, from); err != nil {
+			if err := recordFailure(ctx, tx, username, from); err != nil {
 				return err
 			}
 			if found {
@@ -146,7 +152,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			}
 			name := username
 			if !found {
-				name = typedName(username)
+				name = unknownName(username)
 				actor.Name = name
 			}
 			targetID := name
@@ -183,7 +189,9 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 		}
 		// Only this address's failures are forgiven: another address guessing at the
 		// account keeps its count, however often the owner signs in.
-		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures WHERE username = $1 AND ip = $2`, username, from); err != nil {
+		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures
+			WHERE (username = $1 AND ip = $2) OR (username = $3 AND ip = ANY($4::text[]))`,
+			username, from, networkRowName(username, from), networkKeys(from)); err != nil {
 			return err
 		}
 		device, err := keepDevice(ctx, tx, u, req.Device)
@@ -240,6 +248,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	if loginErr != nil {
 		return Session{}, loginErr
 	}
+	s.logins.know(sess.Device)
 	return sess, nil
 }
 
@@ -285,18 +294,65 @@ func throttleKey(ip string) string {
 	return a.String()
 }
 
+// The wider IPv6 networks whose failed sign-ins are counted as well as their /64's
+// (throttleKey), with their limits as multiples of Options.MaxIPFailures: whoever has
+// one /64 often has a /56 or a /48 (65,536 /64s, free from tunnel brokers), and at the
+// /64's limit alone a /48 could keep every sign-in's password check busy. Two, as
+// throttled's query reads them.
+var ipv6Networks = []struct{ bits, factor int }{{56, 3}, {48, 5}}
+
+// ScopeNetwork is the scope of a sign-in refused for the failures of the wider IPv6
+// network its address is in (ipv6Networks).
+const ScopeNetwork = "network"
+
+// networkKeys are the wider networks (ipv6Networks, in order) of the address from,
+// a throttleKey: none for an IPv4 address.
+func networkKeys(from string) []string {
+	p, err := netip.ParsePrefix(from)
+	if err != nil || !p.Addr().Is6() || p.Bits() != 64 {
+		return nil
+	}
+	keys := make([]string, len(ipv6Networks))
+	for i, n := range ipv6Networks {
+		w, _ := p.Addr().Prefix(n.bits)
+		keys[i] = w.String()
+	}
+	return keys
+}
+
+// networkRowName is the username of the rows that count a failure of username from
+// from for its wider networks. It names both, so a sign-in forgives its own address's
+// failures there too, and it is never a name typed or a user's: those are lower-case
+// (NormalizeUsername), and it is not, so the counts per account never see these rows.
+func networkRowName(username, from string) string {
+	return "NETWORK " + from + " " + username
+}
+
+// recordFailure counts a failed sign-in to username from the address from (a
+// throttleKey), and for an IPv6 address for each of its wider networks.
+func recordFailure(ctx context.Context, tx pgx.Tx, username, from string) error {
+	_, err := tx.Exec(ctx, `/* auth.recordFailure */ INSERT INTO login_failures (username, ip)
+		SELECT $1, $2 UNION ALL SELECT $3, unnest($4::text[])`, username, from, networkRowName(username, from), networkKeys(from))
+	return err
+}
+
 // throttled returns a Throttled fault when this address has too many recent failures
-// for this account, or for all accounts together. Failures from other addresses do not
+// for this account, or for all accounts together, or its wider IPv6 networks do
+// (ipv6Networks). Failures from other addresses do not
 // count here: an attacker slows down their own address, never the account's owner
 // signing in from theirs (issue #17, finding 7). Those of all addresses together are
 // throttledAnywhere's, which the owner's browsers pass with their device cookies.
 func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*fault.Error, error) {
-	var pairN, ipN int
-	var pairOldest, ipOldest *time.Time
+	var pairN, ipN, net0N, net1N int
+	var pairOldest, ipOldest, net0Oldest, net1Oldest *time.Time
+	nets := networkKeys(ip) // none: ($4)[i] is NULL, and counts nothing
 	err := q.QueryRow(ctx, `/* auth.throttled */
-		SELECT count(*) FILTER (WHERE username = $1), min(at) FILTER (WHERE username = $1), count(*), min(at)
-		FROM login_failures WHERE ip = $2 AND at > now() - $3::interval`,
-		username, ip, s.opts.ThrottleWindow).Scan(&pairN, &pairOldest, &ipN, &ipOldest)
+		SELECT count(*) FILTER (WHERE ip = $2 AND username = $1), min(at) FILTER (WHERE ip = $2 AND username = $1),
+		       count(*) FILTER (WHERE ip = $2), min(at) FILTER (WHERE ip = $2),
+		       count(*) FILTER (WHERE ip = ($4::text[])[1]), min(at) FILTER (WHERE ip = ($4::text[])[1]),
+		       count(*) FILTER (WHERE ip = ($4::text[])[2]), min(at) FILTER (WHERE ip = ($4::text[])[2])
+		FROM login_failures WHERE ip = ANY(array_prepend($2::text, $4::text[])) AND at > now() - $3::interval`,
+		username, ip, s.opts.ThrottleWindow, nets).Scan(&pairN, &pairOldest, &ipN, &ipOldest, &net0N, &net0Oldest, &net1N, &net1Oldest)
 	if err != nil {
 		return nil, fmt.Errorf("auth: throttle check: %w", err)
 	}
@@ -311,6 +367,10 @@ func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip stri
 		return Throttled(retry(pairOldest), "account from this address"), nil
 	case ip != "" && ipN >= s.opts.MaxIPFailures:
 		return Throttled(retry(ipOldest), "address"), nil
+	case len(nets) > 0 && net0N >= s.opts.MaxIPFailures*ipv6Networks[0].factor:
+		return Throttled(retry(net0Oldest), ScopeNetwork), nil
+	case len(nets) > 0 && net1N >= s.opts.MaxIPFailures*ipv6Networks[1].factor:
+		return Throttled(retry(net1Oldest), ScopeNetwork), nil
 	}
 	return nil, nil
 }
@@ -466,14 +526,40 @@ func (s *Service) StillValid(ctx context.Context, p *Principal) bool {
 	return err == nil
 }
 
-// typedName is a name typed to sign in that names no user, as the audit log and the
-// server's log keep it: a password typed into the name's box (a name no user may have,
-// or one shaped like a secret) is not kept, as the log is append-only.
-func typedName(name string) string {
-	if usernamePattern.MatchString(name) && !secrets.LooksSecretValue(name) {
-		return name
+// unknownNameKey keys the tags of unknownName. It is random, made once per process and
+// kept in memory only: nobody reading the logs or the database, now or from a backup,
+// can test a guessed password against a tag, as they could with a key stored anywhere.
+// The price: one name's tag differs between replicas and after a restart, so attempts
+// are told apart within one process's records only.
+var unknownNameKey = func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+// unknownName is a name typed to sign in that is nobody's, as the audit log and the
+// server's log keep it: never as typed, since it is often a password typed into the
+// name's box (one of Toolwarden's own generated passwords looks like a username), and
+// the audit log is append-only. A short keyed tag (unknownNameKey) tells whether
+// attempts typed the same name, and the length what kind of thing it was.
+func unknownName(name string) string {
+	m := hmac.New(sha256.New, unknownNameKey)
+	m.Write([]byte(name))
+	return fmt.Sprintf("(unknown name %x, %d characters)", m.Sum(nil)[:4], utf8.RuneCountInString(name))
+}
+
+// nameToKeep is username as a log line keeps it: as typed when it is a user's (it names
+// the account attacked), else unknownName. For Login's refusals, which have not read
+// the user's row.
+func nameToKeep(ctx context.Context, q db.Querier, username string) (string, error) {
+	var known bool
+	if err := q.QueryRow(ctx, `/* auth.nameToKeep */ SELECT EXISTS (SELECT 1 FROM users WHERE username = $1)`, username).Scan(&known); err != nil {
+		return "", fmt.Errorf("auth: is it a user's name: %w", err)
 	}
-	return fmt.Sprintf("(not a user name: %d characters, not kept)", utf8.RuneCountInString(name))
+	if known {
+		return username, nil
+	}
+	return unknownName(username), nil
 }
 
 // ErrNoLongerValid is CurrentRole's answer for a session or token that would no longer

@@ -438,14 +438,23 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	}
 	// Admitted as a sign-in is (Login): it checks and hashes a password holding the
 	// person's row lock, and a flood of them must not take the pool while they wait.
-	release, err := s.admitAttempt(ctx, throttleKey(actor.IP), "change password")
+	release, err := s.admitAttempt(ctx, throttleKey(actor.IP), "", "change password")
 	if err != nil {
 		return Session{}, err
 	}
 	defer release()
 	var refused error // a refusal whose record must still commit
 	var sess Session
+	from := throttleKey(actor.IP)
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
+		// Login's locks, in Login's order and before the row's as there: a failed sign-in
+		// and a wrong current password from one address cannot both pass the throttle
+		// check below at the limit's last failure. (Usernames never change.)
+		if _, err := tx.Exec(ctx, `/* auth.ChangePassword.lock */
+			SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)), pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
+			p.User.Username, from); err != nil {
+			return err
+		}
 		u, err := lockUser(ctx, tx, p.User.ID)
 		if err != nil {
 			return err
@@ -468,7 +477,6 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		// limit of failures from all addresses (throttledAnywhere) is not applied: a live
 		// session is proof of a sign-in as a device cookie is, and an owner under attack
 		// must still be able to change their password.
-		from := throttleKey(actor.IP)
 		if terr, err := s.throttled(ctx, tx, u.Username, from); err != nil {
 			return err
 		} else if terr != nil {
@@ -481,7 +489,7 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		}
 		if !ok {
 			refused = verr.New("current_password", "is not your current password")
-			if _, err := tx.Exec(ctx, `/* auth.ChangePassword.fail */ INSERT INTO login_failures (username, ip) VALUES ($1, $2)`, u.Username, from); err != nil {
+			if err := recordFailure(ctx, tx, u.Username, from); err != nil {
 				return err
 			}
 			if err := s.noteThrottledAnywhere(ctx, tx, u); err != nil {
@@ -553,5 +561,6 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	if refused != nil {
 		return Session{}, refused
 	}
+	s.logins.know(sess.Device)
 	return sess, nil
 }
