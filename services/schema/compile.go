@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -132,7 +133,9 @@ func (a anything) String() string          { return string(a) }
 // CompileSchema compiles a JSON Schema. Schemas without "$schema" are read as
 // draft 2020-12 (the MCP default); draft-07 and 2019-09 schemas that say so
 // are honoured. References must stay inside the schema ("#/$defs/Name");
-// anything else fails with an error wrapping ErrRemoteRef. A schema that would
+// anything else fails with an error wrapping ErrRemoteRef. A schema nested more than
+// maxDepth levels deep, holding more than maxSchemaNodes objects and booleans or an enum
+// or const of more than maxEnumValues values (checkShape), or that would
 // make validating one value apply its subschemas more than maxEvaluations times,
 // that has a pattern compiling to over maxPatternInsts instructions, or that holds a
 // number too long or with too large an exponent (numberProblem), fails with an
@@ -158,6 +161,9 @@ func compile(raw json.RawMessage) (*jsonschema.Schema, string, error) {
 // compileDoc compiles a schema already decoded as jsonschema.UnmarshalJSON
 // decodes (maps, slices, json.Number).
 func compileDoc(doc any) (*jsonschema.Schema, string, error) {
+	if ptr, err := checkShape(doc); err != nil { // before the library's compiler, which has no bounds
+		return nil, ptr, err
+	}
 	if ptr, err := checkNumbers(doc); err != nil {
 		return nil, ptr, err
 	}
@@ -258,17 +264,20 @@ func leafString(ve *jsonschema.ValidationError) string {
 // value that fails its pattern or format in full (a 4 MB argument, a 16 MiB output).
 const maxLeafMessage = 512
 
-// leafMessage is leafString with the value that fails a pattern or a format cut to 100
-// characters, or left out when it may be a credential (secret: under a parameter the
+// leafMessage is leafString with the value that fails a pattern or a format quoted when
+// at most 100 characters long, and left out when longer or when it may be a credential (secret: under a parameter the
 // schema marks secret or a name on its path such as "api_key"; or by its look): the
 // message reaches the audit log and the usage records. Any message is cut to
 // maxLeafMessage.
 func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 	value := func(v any) string {
-		if secret || secrets.HoldsSecret(v) {
+		text := fmt.Sprint(v)
+		// A string longer than the cut is left out rather than cut: the router masks
+		// configured secrets in the message, and a part of one is not found.
+		if secret || secrets.HoldsSecret(v) || utf8.RuneCountInString(text) > 100 {
 			return "the value"
 		}
-		return "'" + clipRunes(fmt.Sprint(v), 100) + "'"
+		return "'" + text + "'"
 	}
 	msg := ""
 	switch k := ve.ErrorKind.(type) {
@@ -297,8 +306,9 @@ func leafMessage(ve *jsonschema.ValidationError, secret bool) string {
 // allowed values but not the one given, and a caller who sent "Read" where "read" is
 // allowed should see both. It is "" for an object or array, and for a value that may
 // be a credential (secret, as for leafMessage, or by its look): the message reaches
-// the audit log and the usage records, which keep no secret. Scalars are cut to 60
-// characters.
+// the audit log and the usage records, which keep no secret. A scalar longer than 60
+// characters as JSON is left out too, not cut: the router masks configured secrets in
+// the message, and could not find one cut in two.
 func given(ve *jsonschema.ValidationError, secret bool) string {
 	var v any
 	switch k := ve.ErrorKind.(type) {
@@ -320,8 +330,8 @@ func given(ve *jsonschema.ValidationError, secret bool) string {
 	if err != nil {
 		return ""
 	}
-	if r := []rune(string(b)); len(r) > 60 {
-		b = []byte(string(r[:60]) + "…")
+	if utf8.RuneCount(b) > 60 {
+		return "" // not cut: a configured secret cut in two escapes the router's masking
 	}
 	return gotSep + string(b)
 }
@@ -652,6 +662,9 @@ func surelyCompiles(v any) bool {
 	o, ok := v.(*Object)
 	n := 0
 	if !ok || !plainSchema(o, 0, &n) || n > maxEvaluations {
+		return false
+	}
+	if _, err := checkShape(v); err != nil { // an enum too large: compileDoc refuses it
 		return false
 	}
 	_, err := checkNumbers(v) // compileDoc refuses a number the validator must not be given

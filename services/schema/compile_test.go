@@ -125,7 +125,8 @@ func TestValidateArguments(t *testing.T) {
 		{"below minimum", json.RawMessage(`{"message": "hi", "count": 0}`), map[string]string{"/count": "minimum"}},
 		{"nested", json.RawMessage(`{"message": "hi", "opts": {"mode": "c"}}`), map[string]string{"/opts/mode": `value must be one of 'a', 'b'; got "c"`}},
 		{"enum long value", json.RawMessage(`{"message": "hi", "opts": {"mode": "` + strings.Repeat("x", 100) + `"}}`),
-			map[string]string{"/opts/mode": `; got "` + strings.Repeat("x", 59) + `…`}},
+			// Left out, not cut: the router could not mask a configured secret cut in two.
+			map[string]string{"/opts/mode": `value must be one of 'a', 'b'`}},
 		{"enum object", json.RawMessage(`{"message": "hi", "opts": {"mode": {"a": 1}}}`), map[string]string{"/opts/mode": `value must be one of 'a', 'b'`}},
 		// What may be a credential is not repeated: the message reaches the audit log.
 		{"enum secret name", json.RawMessage(`{"message": "hi", "api_key": "k3"}`), map[string]string{"/api_key": `value must be one of 'k1', 'k2'`}},

@@ -166,22 +166,19 @@ func (x *complexity) cost(s *jsonschema.Schema) float64 {
 // keywordSize is how many names and values applying s checks one by one, each about
 // as costly as an evaluation: the validator lists every missing name of required and
 // dependentRequired (dependencies) in each object lacking them, and compares a value
-// with every entry of enum, numbers as exact fractions.
+// with every entry of enum (and with const), numbers as exact fractions.
 func keywordSize(s *jsonschema.Schema) int {
 	if s == nil {
 		return 0
 	}
 	n := len(s.Required)
 	if s.Enum != nil {
-		// Numbers only: the validator compares a value with each as an exact fraction
-		// (slow); other entries are compared as they are, which costs about nothing, and
-		// a schema with a 500-name enum checked ordinary results of 8,000 values no more.
 		for _, v := range s.Enum.Values {
-			switch v.(type) {
-			case json.Number, float64, int, int64:
-				n++
-			}
+			n += entrySize(v)
 		}
+	}
+	if s.Const != nil {
+		n += entrySize(*s.Const)
 	}
 	for _, r := range s.DependentRequired {
 		n += len(r)
@@ -221,6 +218,22 @@ func weighKeywords(c *jsonschema.Compiler, s *jsonschema.Schema, doc any, evals 
 		return evals * float64(1+most) // the analysis gave up: no evaluation costs more
 	}
 	return max(evals, x.val[x.index[s]].top())
+}
+
+// entrySize is what comparing a value with the enum entry or const v costs, in
+// evaluations: a number is compared as an exact fraction (slow), an array or object
+// value by value (one for each of its values, nested ones included: 20,000 objects of
+// 50 numbers each took minutes for 200 items when they were counted as nothing), and a
+// string, boolean or null as it is, which costs about nothing (a schema with a 500-name
+// enum checks ordinary results of 8,000 values).
+func entrySize(v any) int {
+	switch v.(type) {
+	case json.Number, float64, int, int64:
+		return 1
+	case []any, map[string]any:
+		return jsonValues(v, math.MaxInt)
+	}
+	return 0
 }
 
 // errTooComplex reports s as where validation grows past the bound.

@@ -27,12 +27,13 @@
 //	input_schema_missing      error          /inputSchema                  absent or null
 //	input_schema_invalid      error          /inputSchema[/...]            not JSON, or does not compile (pointer to the fault)
 //	input_schema_not_object   error          /inputSchema[/type]           root is not {"type": "object"}
-//	schema_too_complex        error          {input,output}Schema[/...]    validating one value could apply subschemas over 10,000 times, or a pattern compiles to over 5,000 regexp instructions (ErrTooComplex)
+//	schema_too_complex        error          {input,output}Schema[/...]    validating one value could apply subschemas over 10,000 times, a pattern compiles to over 5,000 regexp instructions, the schema nests over 64 levels or holds over 10,000 objects and booleans, or an enum or const holds over 10,000 values (ErrTooComplex)
 //	param_untyped             warning        .../properties/<p>            no type, enum, const, $ref or oneOf/anyOf/allOf
 //	param_undescribed         warning/info   .../properties/<p>            no description (info when nested or in $defs)
 //	param_name                warning        .../properties/<p>            name outside ^[a-zA-Z0-9_.-]{1,64}$ (model APIs reject it)
 //	required_unknown          error          .../required/<i>              required names a property that is not defined
 //	pattern_unsupported       warning        .../pattern                   Go's regexp cannot compile it; only the server enforces it
+//	pattern_unsupported_selecting error      .../pattern[Properties/<p>]   such a pattern under not, if, oneOf or contains, or a patternProperties name: taken as matching everything, it can refuse valid values
 //	output_schema_invalid     error          /outputSchema[/...]           not JSON, or does not compile
 //	output_schema_not_object  error          /outputSchema[/type]          root is not {"type": "object"}
 //	annotations_invalid       warning        /annotations[/<key>]          not an object, a hint that is not a boolean, a non-string title
@@ -77,7 +78,9 @@
 // draft-07. References must stay inside the schema. Patterns that Go's RE2
 // cannot run (JavaScript lookahead, backreferences) compile as "matches
 // anything" and are reported as pattern_unsupported, rather than making the
-// tool unusable. A missing additionalProperties is not reported: MCP schemas
+// tool unusable; where matching anything can make a value fail (under not, if,
+// oneOf or contains, or as a patternProperties name) the finding is an error,
+// pattern_unsupported_selecting. A missing additionalProperties is not reported: MCP schemas
 // commonly leave objects open. The validator remembers nothing between branches
 // and cannot be interrupted, so a schema whose references fan out (each
 // definition applying the next one twice, forty deep) is refused when compiled

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"weak"
@@ -197,4 +198,156 @@ func CheckSize(s *jsonschema.Schema, n int) error {
 	}
 	return fmt.Errorf("%w: %d bytes, checked against patterns of up to %.0f instructions a value, could take %.2g regexp steps, more than the %.0g allowed",
 		ErrTooLarge, n, load, float64(n)*load, float64(maxValidationWork))
+}
+
+// hasUnsupportedPattern reports whether a decoded schema document (either form) holds,
+// under a key "pattern" or as a name under "patternProperties", a string Go's regexp
+// cannot compile. It may answer true for a string that is not a pattern (a property
+// named "pattern"): it only decides whether selectingPatterns is worth running.
+func hasUnsupportedPattern(v any) bool {
+	bad := func(p any) bool {
+		s, ok := p.(string)
+		if !ok {
+			return false
+		}
+		_, err := regexp.Compile(s)
+		return err != nil
+	}
+	return unsupportedIn(v, 0, bad)
+}
+
+func unsupportedIn(v any, depth int, bad func(any) bool) bool {
+	if depth > maxDepth {
+		return false // compileDoc refuses the document (checkShape)
+	}
+	check := func(k string, c any) bool {
+		switch k {
+		case "pattern":
+			if bad(c) {
+				return true
+			}
+		case "patternProperties":
+			switch t := c.(type) {
+			case *Object:
+				if slices.ContainsFunc(t.keys, func(k string) bool { return bad(k) }) {
+					return true
+				}
+			case map[string]any:
+				for k := range t {
+					if bad(k) {
+						return true
+					}
+				}
+			}
+		}
+		return unsupportedIn(c, depth+1, bad)
+	}
+	switch t := v.(type) {
+	case *Object:
+		for _, k := range t.keys {
+			if check(k, t.m[k]) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, c := range t {
+			if check(k, c) {
+				return true
+			}
+		}
+	case []any:
+		for _, c := range t {
+			if unsupportedIn(c, depth+1, bad) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// selectingPatterns lists, as JSON pointers into the schema, the patterns Go's regexp
+// cannot run (compiled as matching anything: lenientRegexp) whose result could make a
+// value fail. Matching anything is harmless where a pattern only adds a requirement (the
+// keyword is skipped and only the server checks it), so the rule is: a pattern that
+// validation reaches from the root through not, the "if" of if/then/else, oneOf or
+// contains (whose maxContains counts matches) may invert or select, and so may every
+// unsupported patternProperties name (it picks the properties its subschema applies to).
+// Every other keyword only combines requirements (allOf, anyOf, then, else,
+// dependentSchemas, properties, items...), where matching more never refuses more. A
+// $dynamicRef or $recursiveRef under such a keyword lands at run time: then every
+// unsupported pattern counts.
+func selectingPatterns(root *jsonschema.Schema) []string {
+	type visit struct {
+		s   *jsonschema.Schema
+		sel bool // reached through a keyword that inverts or selects
+	}
+	seen := map[visit]bool{}
+	found := map[string]bool{}
+	var all []string // every unsupported pattern reached, for a dynamic reference
+	dynamic := false
+	stack := []visit{{root, false}}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v.s == nil || seen[v] {
+			continue
+		}
+		seen[v] = true
+		s := v.s
+		if _, ok := s.Pattern.(anything); ok {
+			ptr := PtrJoin(locationPtr(s), "pattern")
+			all = append(all, ptr)
+			if v.sel {
+				found[ptr] = true
+			}
+		}
+		for re := range s.PatternProperties {
+			if _, ok := re.(anything); ok {
+				found[PtrJoin(locationPtr(s), "patternProperties", re.String())] = true
+			}
+		}
+		if v.sel && (s.DynamicRef != nil || s.RecursiveRef != nil) {
+			dynamic = true
+		}
+		push := func(sel bool, ss ...*jsonschema.Schema) {
+			for _, c := range ss {
+				if c != nil {
+					stack = append(stack, visit{c, v.sel || sel})
+				}
+			}
+		}
+		push(true, s.Not, s.If, s.Contains)
+		push(true, s.OneOf...)
+		push(false, combining(s)...)
+	}
+	if dynamic {
+		for _, p := range all {
+			found[p] = true
+		}
+	}
+	return sortedKeys(found)
+}
+
+// combining lists the subschemas s applies that only add requirements (selectingPatterns).
+func combining(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := []*jsonschema.Schema{s.Ref, s.Then, s.Else, s.RecursiveRef}
+	if s.DynamicRef != nil {
+		out = append(out, s.DynamicRef.Ref)
+	}
+	out = append(out, s.AllOf...)
+	out = append(out, s.AnyOf...)
+	for _, k := range sortedKeys(s.DependentSchemas) {
+		out = append(out, s.DependentSchemas[k])
+	}
+	for _, k := range sortedKeys(s.Dependencies) {
+		if d, ok := s.Dependencies[k].(*jsonschema.Schema); ok {
+			out = append(out, d)
+		}
+	}
+	for _, c := range nested(s) {
+		if c != s.Contains {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/toolwarden/toolwarden/internal/toolname"
 )
 
@@ -344,8 +346,10 @@ func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *Object) {
 		c.add(at, side.code+"_invalid", SeverityError, side.field+" cannot be read as JSON: "+err.Error())
 		return nil, nil
 	}
+	var compiled *jsonschema.Schema
 	if !surelyCompiles(root) { // compiling is the costly part of a tool's checks; its result is not kept
-		_, ptr, err := compileDoc(schemaDoc(root))
+		s, ptr, err := compileDoc(schemaDoc(root))
+		compiled = s
 		switch {
 		case errors.Is(err, ErrTooComplex):
 			c.add(at+ptr, "schema_too_complex", SeverityError, fmt.Sprintf(
@@ -353,6 +357,18 @@ func (c *checker) schema(raw json.RawMessage, side schemaSide) (any, *Object) {
 		case err != nil:
 			c.add(at+ptr, side.code+"_invalid", SeverityError, fmt.Sprintf(
 				"%s does not compile, so %s: %s", side.field, side.use, strings.TrimPrefix(err.Error(), "schema: ")))
+		}
+	}
+	if hasUnsupportedPattern(root) { // rare: worth a compile that surelyCompiles skipped
+		if compiled == nil && surelyCompiles(root) {
+			compiled, _, _ = compileDoc(schemaDoc(root))
+		}
+		if compiled != nil {
+			for _, ptr := range selectingPatterns(compiled) {
+				c.add(at+ptr, "pattern_unsupported_selecting", SeverityError, fmt.Sprintf(
+					"this pattern cannot be run by Go's regexp and decides the outcome here (under not, if, oneOf or contains, or as a patternProperties name); Toolwarden takes it as matching everything, which can refuse valid values, so %s as declared.",
+					side.use))
+			}
 		}
 	}
 	o, ok := root.(*Object)
