@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -64,17 +65,38 @@ type cache struct {
 	refs  map[string]resolution
 	perms map[string]map[string]bool // user id → tool id → may use
 
-	smu     sync.Mutex
-	schemas map[string]*compiled // definition hash + side → compiled schema
+	// Compiled schemas, kept across clears: a definition hash names one schema forever.
+	// smu guards only the map, never a compile (compiling one large schema must not hold
+	// up every other tool's first call); compiling coalesces concurrent callers of one key.
+	smu      sync.Mutex
+	schemas  map[string]*compiled // definition hash + side → compiled schema
+	order    []string             // keys of schemas, oldest first, for eviction
+	sbytes   int                  // raw bytes of the schemas held
+	maxBytes int                  // bound on sbytes (a compiled schema retains ~14× its raw size)
+	maxCount int                  // bound on len(schemas)
+	flights  singleflight.Group
+	compile  func(json.RawMessage) (*jsonschema.Schema, error)
 }
 
 type compiled struct {
-	s   *jsonschema.Schema
-	err error
+	s    *jsonschema.Schema
+	err  error
+	size int // len of the raw schema, counted against maxBytes
 }
 
+// Bounds of the compiled-schema cache. 16 MiB of raw schemas is thousands of tools of
+// ordinary size, yet compiled (~14× raw) stays in the low hundreds of megabytes.
+const (
+	schemaCacheBytes = 16 << 20
+	schemaCacheCount = 50_000
+)
+
 func newCache(enabled bool) *cache {
-	return &cache{enabled: enabled, refs: map[string]resolution{}, perms: map[string]map[string]bool{}, schemas: map[string]*compiled{}}
+	return &cache{
+		enabled: enabled, refs: map[string]resolution{}, perms: map[string]map[string]bool{},
+		schemas: map[string]*compiled{}, maxBytes: schemaCacheBytes, maxCount: schemaCacheCount,
+		compile: schema.CompileSchema,
+	}
 }
 
 func (c *cache) clear() {
@@ -106,20 +128,53 @@ func (c *cache) store(gen uint64, ref string, r resolution) {
 	}
 }
 
-// schema compiles raw once per definition hash and side.
+// schema compiles raw once per definition hash and side. Concurrent callers of one key
+// wait for a single compile; callers of other keys do not wait for it at all.
 func (c *cache) schema(hash, side string, raw json.RawMessage) (*jsonschema.Schema, error) {
 	key := hash + "/" + side
-	c.smu.Lock()
-	defer c.smu.Unlock()
-	if got, ok := c.schemas[key]; ok {
+	if got, ok := c.cached(key); ok {
 		return got.s, got.err
 	}
-	if len(c.schemas) > 50_000 {
-		c.schemas = map[string]*compiled{} // bounded: old versions fall out
+	v, _, _ := c.flights.Do(key, func() (any, error) {
+		// A flight that ended between the miss above and this one joining stored its
+		// result: use it rather than compile again.
+		if got, ok := c.cached(key); ok {
+			return got, nil
+		}
+		s, err := c.compile(raw)
+		got := &compiled{s: s, err: err, size: len(raw)}
+		c.put(key, got)
+		return got, nil
+	})
+	got := v.(*compiled)
+	return got.s, got.err
+}
+
+func (c *cache) cached(key string) (*compiled, bool) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	got, ok := c.schemas[key]
+	return got, ok
+}
+
+// put stores a compiled schema, evicting the oldest until both bounds hold: old
+// definition hashes fall out first. A schema larger than the whole byte bound is not
+// kept (its tool's entry still holds it until the next clear).
+func (c *cache) put(key string, got *compiled) {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	if _, ok := c.schemas[key]; ok || got.size > c.maxBytes {
+		return
 	}
-	s, err := schema.CompileSchema(raw)
-	c.schemas[key] = &compiled{s: s, err: err}
-	return s, err
+	for len(c.order) > 0 && (len(c.schemas) >= c.maxCount || c.sbytes+got.size > c.maxBytes) {
+		old := c.order[0]
+		c.order = c.order[1:]
+		c.sbytes -= c.schemas[old].size
+		delete(c.schemas, old)
+	}
+	c.schemas[key] = got
+	c.order = append(c.order, key)
+	c.sbytes += got.size
 }
 
 // resolve finds the tool a call names: a tool id, a qualified name ("server__tool"), a
