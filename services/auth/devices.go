@@ -44,19 +44,26 @@ func (s *Service) throttledAnywhere(ctx context.Context, q db.Querier, username 
 	if nth == nil {
 		return nil, nil
 	}
-	if device != nil {
-		var known bool
-		if err := q.QueryRow(ctx, `/* auth.throttledAnywhere.device */
-			SELECT EXISTS (SELECT 1 FROM login_devices d JOIN users u ON u.id = d.user_id
-				WHERE d.token_hash = $1 AND u.username = $2 AND d.last_used_at > now() - $3::interval)`,
-			device, username, DeviceTTL).Scan(&known); err != nil {
-			return nil, fmt.Errorf("auth: device check: %w", err)
-		}
-		if known {
-			return nil, nil
-		}
+	if known, err := knownDevice(ctx, q, username, device); err != nil || known {
+		return nil, err
 	}
 	return AccountThrottled(max(time.Until(nth.Add(s.opts.ThrottleWindow)), time.Second)), nil
+}
+
+// knownDevice reports whether device (a device cookie's hash; nil: none) is one of
+// username's browsers that signed in within DeviceTTL.
+func knownDevice(ctx context.Context, q db.Querier, username string, device []byte) (bool, error) {
+	if device == nil {
+		return false, nil
+	}
+	var known bool
+	if err := q.QueryRow(ctx, `/* auth.knownDevice */
+		SELECT EXISTS (SELECT 1 FROM login_devices d JOIN users u ON u.id = d.user_id
+			WHERE d.token_hash = $1 AND u.username = $2 AND d.last_used_at > now() - $3::interval)`,
+		device, username, DeviceTTL).Scan(&known); err != nil {
+		return false, fmt.Errorf("auth: device check: %w", err)
+	}
+	return known, nil
 }
 
 // noteThrottledAnywhere audits, once per account per window, that u has just reached

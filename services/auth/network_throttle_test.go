@@ -38,6 +38,13 @@ func TestThrottleWiderIPv6Networks(t *testing.T) {
 		throttled(t, err, auth.ScopeNetwork)
 	}
 	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:bb00::1"}) // another /48
+	// Alice's own browser (its device cookie, from a sign-in elsewhere) is not refused for
+	// her network's failures: a carrier's or an office's /48 is many people's. A cookie
+	// that is not hers is.
+	home := f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "198.51.100.7"})
+	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:aa00:fe00::1", Device: home.Device})
+	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:aa00:fe00::2", Device: "twd_made-up"})
+	throttled(t, err, auth.ScopeNetwork)
 	// The network's rows are not an account's: alice has her 5 failures, no more.
 	if n := f.count(`SELECT count(*) FROM login_failures WHERE username = 'alice'`); n != 5 {
 		t.Errorf("alice's failures: %d, want 5", n)
@@ -48,7 +55,7 @@ func TestThrottleWiderIPv6Networks(t *testing.T) {
 	for i := range 6 {
 		fail("alice", fmt.Sprintf("2001:db8:cc00:1%02x::1", i/2))
 	}
-	_, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:cc00:1ff::1"})
+	_, err = f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:cc00:1ff::1"})
 	throttled(t, err, auth.ScopeNetwork)
 	f.loginReq(auth.LoginRequest{Username: "alice", Password: testPassword, IP: "2001:db8:cc00:200::1"})
 

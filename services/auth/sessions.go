@@ -89,13 +89,24 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 			username, from); err != nil {
 			return err
 		}
+		var cookie []byte // the device cookie's hash
+		if req.Device != "" {
+			cookie = hashToken(req.Device)
+		}
 		terr, err := s.throttled(ctx, tx, username, from)
-		if err == nil && terr == nil {
-			var device []byte
-			if req.Device != "" {
-				device = hashToken(req.Device)
+		if err == nil && terr != nil {
+			if th, _ := terr.Details.(Throttle); th.Scope == ScopeNetwork {
+				// A wide IPv6 network's failures (a carrier's, an office's) are not the
+				// owner's: their own browser passes, as it passes the account's limit
+				// below; its /64 and the cookie itself still count its own failures.
+				var known bool
+				if known, err = knownDevice(ctx, tx, username, cookie); known {
+					terr = nil
+				}
 			}
-			terr, err = s.throttledAnywhere(ctx, tx, username, device)
+		}
+		if err == nil && terr == nil {
+			terr, err = s.throttledAnywhere(ctx, tx, username, cookie)
 		}
 		if err != nil {
 			return err
