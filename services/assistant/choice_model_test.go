@@ -72,3 +72,32 @@ func TestChoiceAnswerNotAskedOfModel(t *testing.T) {
 		t.Errorf("%q: %q (alpha's search is %s), want alpha's search picked", answer, r.Reply, tg.Status)
 	}
 }
+
+// A message that picks none of the open choices is a new request in other words: the
+// model reads it (with the choice open, everything the rules could not read stayed
+// with them, answered "please pick one").
+func TestNewRequestWithChoiceOpenAskedOfModel(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int64
+	a := apptest.Start(t, withModel(startListingModel(t, &asked)))
+	for _, name := range []string{"alpha", "beta"} {
+		hs := mcptest.StartHTTP(t, &mcptest.Options{Name: name})
+		hs.Server().SetTool(mcptest.ToolSpec{Name: "search", Description: "Search things for " + name,
+			InputSchema: []byte(`{"type":"object","properties":{"q":{"type":"string"}}}`)})
+		a.RegisterServer(t, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: hs.URL(), Enabled: true})
+		a.Enable(t, toolname.Join(name, "search"))
+	}
+	c := newChat(t, a)
+	if r := c.say("disable search"); len(r.Choices) < 2 {
+		t.Fatalf("\"disable search\": %q with %d choices, want which of the two", r.Reply, len(r.Choices))
+	}
+	r := c.say(unclear)
+	if n := asked.Load(); n != 1 {
+		t.Fatalf("%q with a choice open: the model was asked %d times, want once (reply %q)", unclear, n, r.Reply)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if tg := a.Settled(t, toolname.Join(name, "search")); tg.Status == "disabled" {
+			t.Errorf("%s's search was disabled by a message that picked neither", name)
+		}
+	}
+}

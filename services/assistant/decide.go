@@ -678,6 +678,31 @@ func example(in Intent, what string, cat *Catalogue) string {
 }
 
 // choose resolves the answer to a numbered question and goes on with the pending op.
+// pickedByName is what of the choices p offers u names: by a server's or a tool's name,
+// or by the servers and tools the message names.
+func pickedByName(u Understanding, p *Op, cat *Catalogue) []string {
+	var picked []string
+	ref := strings.ToLower(strings.TrimSpace(u.Ref))
+	for _, id := range p.IDs {
+		if ref != "" && (strings.EqualFold(serverOf(cat, id), ref) || strings.EqualFold(nameOf2(cat, id), ref)) {
+			picked = append(picked, id)
+		}
+	}
+	for _, id := range append(u.Tools, u.Servers...) {
+		if slices.Contains(p.IDs, id) && !slices.Contains(picked, id) {
+			picked = append(picked, id)
+		}
+	}
+	return picked
+}
+
+// picks reports whether a message the rules understand no intent in picks one of the
+// choices p offers (or all of them), as choose reads it: such an answer is the rules'
+// to read, and one that picks none of them is a new request in other words.
+func picks(u Understanding, p *Op, cat *Catalogue) bool {
+	return u.Pick != 0 || u.All || u.ExceptRef != "" || len(pickedByName(u, p, cat)) > 0
+}
+
 func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	var picked []string
 	switch {
@@ -704,17 +729,7 @@ func choose(d Decision, p *Op, u Understanding, cat *Catalogue) Decision {
 	case u.All:
 		picked = p.IDs
 	default:
-		ref := strings.ToLower(strings.TrimSpace(u.Ref))
-		for _, id := range p.IDs {
-			if ref != "" && (strings.EqualFold(serverOf(cat, id), ref) || strings.EqualFold(nameOf2(cat, id), ref)) {
-				picked = append(picked, id)
-			}
-		}
-		for _, id := range append(u.Tools, u.Servers...) {
-			if slices.Contains(p.IDs, id) && !slices.Contains(picked, id) {
-				picked = append(picked, id)
-			}
-		}
+		picked = pickedByName(u, p, cat)
 	}
 	if len(picked) != 1 && !u.All {
 		d.Reply = fmt.Sprintf("Please pick one of the %d: say its number (1 to %d), or \"never mind\".", len(p.IDs), len(p.IDs))

@@ -295,7 +295,16 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 	// Nor for an answer to what the conversation asked or showed ("the charging stations
 	// one" to "which did you mean?"): the rules read it against the open choice, and the
 	// model, which never sees that choice, would replace the pick with a reading of its own.
-	wantsModel := func(st State) bool { return modelMay && st.Flow == nil && !answersContext(u, st, said) }
+	// A message that picks none of the choices is a new request, the model's to read.
+	wantsModel := func(st State) bool {
+		if !modelMay || st.Flow != nil {
+			return false
+		}
+		if p := st.Pending; p != nil && p.Choose && u.Intent == IntentUnknown {
+			return !picks(u, p, cat)
+		}
+		return !answersContext(u, st, said)
+	}
 	// A message that answers what this window no longer shows is refused as stale (below):
 	// a question since closed, or a list or question another window has moved past.
 	closed := func(st State) bool { return inReplyTo != 0 && inReplyTo != st.Question }
