@@ -148,6 +148,9 @@ type App struct {
 	builtinServerID string
 	// Terminals are the built-in terminal_operations' sessions (nil without Builtin).
 	Terminals *builtin.Terminals
+	// runs are the test panel's runs on this replica: Stop cancels those still running
+	// and lets go of the results kept.
+	runs *router.Runs
 	// terminalOpHops bounds, per person, the operations sent to terminals of other
 	// replicas: each takes one of the nonces the owner remembers for a minute, past
 	// which it refuses every replica's hops, and --rate-limit may not bound the calls.
@@ -171,6 +174,7 @@ type App struct {
 	components []Component
 	mu         sync.Mutex
 	running    []*runningComponent
+	health     componentHealth // what Health reports of the components (app/health.go)
 }
 
 // Scope says where a component runs when several replicas share one database.
@@ -197,6 +201,11 @@ type Component struct {
 	Ready func(ctx context.Context) error
 	Every time.Duration
 	Job   func(ctx context.Context) error
+	// Restart: a panic in Run is logged with its stack, the component is reported down
+	// on /healthz, and Run runs again after a pause (a second, doubling up to a minute).
+	// For loops of passes that keep nothing a pass needs from the one before; without it
+	// a panic ends serve (app/health.go says why).
+	Restart bool
 }
 
 type runningComponent struct {
@@ -242,7 +251,9 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	ao := cfg.Auth
 	ao.Logger, ao.Local = log, a.Local
 	a.Auth = auth.New(pool, &ao)
-	a.Auth.Follow(a.Bus)
+	// Called from the bus component's Ready, not by a goroutine of New's: one waiting for
+	// a bus that never listens outlived every App not started.
+	tokensCaughtUp := a.Auth.Follow(a.Bus)
 	a.Jobs = jobs.New(pool, log)
 	rpo := cfg.Replica
 	rpo.Logger = log
@@ -282,6 +293,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		if a.Builtin, err = a.newBuiltin(ctx, cfg); err != nil {
 			return nil, err
 		}
+		// Its terminals (and whatever else it runs) end with a New that fails after it.
+		defer func() {
+			if err != nil {
+				a.Builtin.Close()
+			}
+		}()
 		mo.Builtin = a.Builtin.MCP()
 	}
 	a.MCP = mcpclient.New(a.Registry, &mo)
@@ -328,9 +345,16 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	}
 	a.ConfigCode = configcode.New(pool, a.Registry, a.Tools, &configcode.Options{Discoverer: a.MCP, Local: a.Local, Logger: log})
 	a.components = []Component{
-		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error { return wait(ctx, a.Bus.Ready()) }},
-		// This replica's row, kept fresh while it runs (services/replicas).
-		{Name: "replicas", Run: a.Replicas.Run},
+		{Name: "bus", Run: a.Bus.Run, Ready: func(ctx context.Context) error {
+			if err := wait(ctx, a.Bus.Ready()); err != nil {
+				return err
+			}
+			tokensCaughtUp()
+			return nil
+		}},
+		// This replica's row, kept fresh while it runs (services/replicas); /healthz says
+		// when its beats stop reaching the database (app/health.go).
+		{Name: "replicas", Run: a.beat},
 		// The router stops after the job queue and after the sessions (reverse order):
 		// closing a session lets its calls in flight end, and the router, still
 		// running, writes their records, then waits for any left before it stops.
@@ -343,7 +367,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// router and handing the rest to the next start.
 		// While it runs it also settles, within seconds, what another replica killed
 		// mid-step left running.
-		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }, Run: a.Executions.Watch},
+		{Name: "executions", Start: func(ctx context.Context) error { a.Executions.Recover(ctx); return nil }, Run: a.Executions.Watch, Restart: true},
 		// Ready once its first start was tried, so /healthz right after says whether it
 		// works; a queue that could not start keeps trying, and serve starts anyway.
 		{Name: "jobs", Run: a.Jobs.Run, Ready: func(ctx context.Context) error {
@@ -356,20 +380,29 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		// Finished days' calls are added up for /analytics (services/analytics).
 		{Name: "rollup", Scope: Once, Every: time.Hour, Job: a.rollup},
 		// The audit log's free-text index, kept behind the appends (services/audit).
-		{Name: "audit-search", Run: a.indexAuditSearch},
+		{Name: "audit-search", Run: a.indexAuditSearch, Restart: true},
 	}
 	// A disabled person's terminals of this replica and pending questions end
 	// (app/terminals.go).
-	a.components = append(a.components, Component{Name: "disabled-users", Run: a.endDisabled})
+	a.components = append(a.components, Component{Name: "disabled-users", Run: a.endDisabled, Restart: true})
 	if a.Terminals != nil {
 		// Ends, within seconds, the records of the terminals of a replica that died.
-		a.components = append(a.components, Component{Name: "terminals", Run: a.sweepTerminals})
+		a.components = append(a.components, Component{Name: "terminals", Run: a.sweepTerminals, Restart: true})
+	}
+	if a.Builtin != nil {
+		// Prunes the built-in tools' snapshots hourly, from Start: a serve that then
+		// refuses to start has pruned nothing. It ends as the built-in server closes.
+		a.components = append(a.components, Component{Name: "snapshots", Start: func(context.Context) error {
+			a.Builtin.KeepSnapshotsPruned()
+			return nil
+		}})
 	}
 	if cfg.Checkpoints.Dir != "" && cfg.Checkpoints.Every > 0 {
 		c, err := a.checkpoints()
 		if err != nil {
 			return nil, err
 		}
+		c.Restart = true
 		a.components = append(a.components, c)
 	}
 	if c := a.cluster(); c != nil {
@@ -393,11 +426,12 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 	if !skipped(cfg.Skip, "jobs") {
 		a.system.WithJobs(a.Jobs)
 	}
+	a.runs = a.testRuns()
 	a.Web = web.New(&handlers.Deps{Auth: a.Auth, Logger: log, Version: cfg.Version, StartedAt: cfg.StartedAt,
-		Events: a.Bus, Replicas: a.Replicas, System: a.system, AuditLog: a.AuditLog,
+		Events: a.Bus, Replicas: a.Replicas, System: a.system, Health: a.Health, AuditLog: a.AuditLog,
 		Usage: usage.New(pool), Analytics: a.Analytics,
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
-		Tools: a.Tools, Router: a.Router, Runs: a.testRuns(), Executions: a.Executions, Decide: a.Decide,
+		Tools: a.Tools, Router: a.Router, Runs: a.runs, Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
 		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, SocketsPerPerson: cfg.SocketsPerPerson, BodyReadTimeout: cfg.BodyReadTimeout,
 		DownloadStall: cfg.DownloadStall}, a.Bus)
@@ -456,7 +490,7 @@ func (a *App) Start(ctx context.Context) error {
 		rc := &runningComponent{name: c.Name, cancel: cancel, done: make(chan struct{})}
 		go func() {
 			defer close(rc.done)
-			if err := c.Run(cctx); err != nil && cctx.Err() == nil {
+			if err := a.runComponent(cctx, c); err != nil && cctx.Err() == nil {
 				a.log.Error("component stopped", "component", c.Name, "err", err)
 			} else if err != nil && !errors.Is(err, context.Canceled) {
 				a.log.Warn("component stop", "component", c.Name, "err", err)
@@ -522,6 +556,11 @@ func (a *App) stopLocked() {
 		<-rc.done
 	}
 	a.running = nil
+	// After the router stopped: the runs it let finish have their results; those left
+	// are cancelled, and no timer holds a run, its result or the router any longer.
+	if a.runs != nil {
+		a.runs.Close()
+	}
 	if a.Builtin != nil {
 		a.Builtin.Close()
 	}
@@ -646,7 +685,8 @@ func poll(running func() bool) func(context.Context) error {
 	}
 }
 
-// testRuns is the registry of the test panel's runs, which run on this replica.
+// testRuns is the registry of the test panel's runs, which run on this replica (App.runs,
+// closed as the App stops).
 func (a *App) testRuns() *router.Runs {
 	runs := router.NewRuns(a.Router)
 	runs.Replica = a.Replicas.Self().ID

@@ -40,17 +40,19 @@ func (a *App) newBuiltin(ctx context.Context, cfg Config) (*builtin.Server, erro
 		OnChange: a.announceTerminal, Store: builtin.NewTerminalStore(a.Pool, a.Replicas), Forward: a.forwardTerminalOp,
 		Confiner: confine.New(spec), MaxPerOwner: cfg.TerminalsPerPerson, MaxRunning: cfg.TerminalsMax, IdleTimeout: cfg.TerminalIdle})
 	if err != nil {
+		b.Close()
 		return nil, err
 	}
 	a.Terminals = ts
 	b.Add(builtin.TerminalTool(ts))
 	b.OnClose(ts.Close)
 	b.Add(b.FileOperations())
-	b.KeepSnapshotsPruned()
+	// Its snapshots are pruned from Start on (the snapshots component), not from here.
 	b.Add(builtin.UserCollaboration(asker{a.Grants}))
 	if sv, err := a.Registry.EnsureBuiltin(ctx, builtinDescription); errors.Is(err, registry.ErrBuiltinNameTaken) {
 		a.log.Warn(err.Error())
 	} else if err != nil {
+		b.Close() // the terminals
 		return nil, err
 	} else {
 		a.builtinServerID = sv.ID

@@ -65,6 +65,8 @@ type Deps struct {
 	Assistant *assistant.Service
 	// LiveClients counts open websocket connections (for the dashboard).
 	LiveClients func() int
+	// Health is what /healthz adds to System's report (app.App.Health); nil: nothing.
+	Health func() map[string]system.Component
 	// SessionRecheck is how often an open websocket checks its person's session again;
 	// 0: every 30 s.
 	SessionRecheck time.Duration

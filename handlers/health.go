@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"github.com/toolwarden/toolwarden/services/system"
@@ -13,6 +15,10 @@ import (
 type HealthHandler struct {
 	Logger *slog.Logger
 	System *system.Service
+	// Components are what the process knows of its other parts (app.App.Health: this
+	// replica's heartbeat, components that panicked), added to System's report; nil:
+	// none.
+	Components func() map[string]system.Component
 }
 
 // Healthz is the liveness probe: it answers 200 while the process serves (DESIGN's
@@ -22,7 +28,22 @@ type HealthHandler struct {
 // mend; /readyz answers 503 then, so traffic goes elsewhere. Both answer from a report
 // shared by the probes that ask while its check runs (system.ProbeHealth).
 func (h HealthHandler) Healthz(c echo.Context) error {
-	return c.JSON(http.StatusOK, h.System.ProbeHealth(c.Request().Context()))
+	report := h.System.ProbeHealth(c.Request().Context())
+	if h.Components != nil {
+		more := h.Components()
+		for _, name := range slices.Sorted(maps.Keys(more)) {
+			if _, taken := report.Components[name]; taken {
+				continue // the system service's own check of it is the one reported
+			}
+			comp := more[name]
+			report.Components[name] = comp
+			if comp.Status != system.Up {
+				report.OK, report.Status = false, "degraded"
+				report.Down = append(report.Down, name)
+			}
+		}
+	}
+	return c.JSON(http.StatusOK, report)
 }
 
 // Readyz answers 200 when the database is reachable and its migrations are current.

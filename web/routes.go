@@ -26,7 +26,7 @@ func (s *Server) routes() []Route {
 		StartedAt: d.StartedAt, LiveClients: d.LiveClients}
 	users := handlers.UsersHandler{Shell: shell, Auth: d.Auth}
 	tokens := handlers.TokensHandler{Shell: shell, Auth: d.Auth, Proxies: d.TrustedProxies}
-	health := handlers.HealthHandler{Logger: d.Logger, System: d.System}
+	health := handlers.HealthHandler{Logger: d.Logger, System: d.System, Components: d.Health}
 	servers := handlers.ServersHandler{Shell: shell, Registry: d.Registry, MCP: d.MCP, Router: d.Router}
 	importExport := handlers.ImportExportHandler{Shell: shell, Registry: d.Registry, ConfigCode: d.ConfigCode}
 	tools := handlers.ToolsHandler{Shell: shell, Tools: d.Tools, Router: d.Router}

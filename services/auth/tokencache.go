@@ -73,12 +73,23 @@ func (c *tokenCache) clear() {
 // Follow keeps the token cache true to changes other replicas make (a token revoked, a
 // user disabled or given another role), watching the bus for as long as it runs.
 // Changes made through this service clear it themselves.
-func (s *Service) Follow(bus *events.Bus) {
+//
+// What committed before the bus first listened it never delivers: call listening once
+// it listens (its Ready is closed; app calls it from the bus component's Ready) to drop
+// what was cached until then. Nothing waits for that here: a goroutine waiting for a bus
+// that never listens (an App built and not started, or whose start failed first) kept
+// itself and this service for the life of the process. A bus listening already is
+// caught up with at once.
+func (s *Service) Follow(bus *events.Bus) (listening func()) {
 	bus.Watch(func(ev events.Event) {
 		if !events.SessionStarted.Is(ev) {
 			s.tokens.clear()
 		}
 	}, SessionsTopic)
-	// What committed before the bus first listened it never delivers.
-	go func() { <-bus.Ready(); s.tokens.clear() }()
+	select {
+	case <-bus.Ready():
+		s.tokens.clear()
+	default:
+	}
+	return s.tokens.clear
 }

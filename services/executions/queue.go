@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,7 +82,7 @@ type runWorker struct {
 }
 
 func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
-	err := w.s.runPhase(ctx, job.Args.ExecutionID, job.Args.Phase)
+	err := w.runPhase(ctx, job)
 	if errors.Is(err, errBusy) {
 		return river.JobSnooze(busyRetry)
 	}
@@ -109,6 +110,22 @@ func (w *runWorker) Work(ctx context.Context, job *river.Job[runArgs]) error {
 		}
 	}
 	return err
+}
+
+// runPhase is Service.runPhase with a panic made the attempt's error (its stack
+// logged): River would turn it into a failed attempt too, but past Work's give-up path,
+// so on the last attempt the execution stayed executing with this live replica as its
+// runner, which no sweep takes over, until the replica restarted.
+func (w *runWorker) runPhase(ctx context.Context, job *river.Job[runArgs]) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.s.log.Error("executions: running a phase panicked", "execution", job.Args.ExecutionID, "phase", job.Args.Phase,
+				"attempt", job.Attempt, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			// What it panicked with is for the log: the error is shown on the execution.
+			err = fmt.Errorf("executions: the %s phase failed unexpectedly (a panic; the server's log has the details)", job.Args.Phase)
+		}
+	}()
+	return w.s.runPhase(ctx, job.Args.ExecutionID, job.Args.Phase)
 }
 
 // forgetRunner clears the runner of execution id if it is this replica (a failed

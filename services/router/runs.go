@@ -45,6 +45,7 @@ type Runs struct {
 	ended    []*Run // runs ended and still kept, oldest first
 	perOwner int    // ended runs kept per owner (maxEndedPerOwner)
 	total    int    // ended runs kept in all (maxEnded)
+	closed   bool   // Close was called: runs end at once and are not kept
 }
 
 // The bounds on ended runs kept, and on the result text one keeps.
@@ -105,7 +106,11 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		cancel: cancel, done: make(chan struct{})}
 	rs.mu.Lock()
 	run.idle = time.AfterFunc(rs.abandon, cancel)
-	rs.runs[run.ID] = run
+	if rs.closed {
+		cancel() // the App stopped: the call is refused as cancelled
+	} else {
+		rs.runs[run.ID] = run
+	}
 	rs.mu.Unlock()
 	prev := c.Progress
 	c.Progress = func(p Progress) {
@@ -134,14 +139,61 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 		}
 		// Before done: whoever waited for the run finds the older ones already dropped.
 		rs.mu.Lock()
-		rs.ended = append(rs.ended, run)
-		run.forgetter = time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
-		rs.trim(run.Owner())
+		if rs.closed {
+			rs.drop(run) // nobody will ask for it: no timer keeps it
+		} else {
+			rs.ended = append(rs.ended, run)
+			run.forgetter = time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
+			rs.trim(run.Owner())
+		}
 		rs.mu.Unlock()
 		close(run.done)
 	}()
 	return run
 }
+
+// Close cancels the runs still going, waits (up to closeWait) for them to end, and
+// forgets every run, stopping their timers: an ended run's timer held it, result and
+// all, for ten minutes, and a running one's idle timer the router with its pool, after
+// the App stopped. A run started after Close is cancelled at once and not kept. The
+// App calls it once the router stopped, so the calls the router let finish have their
+// results recorded first.
+func (rs *Runs) Close() {
+	rs.mu.Lock()
+	rs.closed = true
+	running := make([]*Run, 0, len(rs.runs))
+	for _, run := range rs.runs {
+		running = append(running, run)
+	}
+	rs.mu.Unlock()
+	for _, run := range running {
+		run.cancel()
+		run.mu.Lock()
+		run.idle.Stop()
+		run.mu.Unlock()
+	}
+	expired := make(chan struct{})
+	t := time.AfterFunc(closeWait, func() { close(expired) })
+	defer t.Stop()
+	for _, run := range running {
+		select {
+		case <-run.done:
+		case <-expired:
+			// Its call does not end on cancel; what it ends with is dropped (Start).
+		}
+	}
+	rs.mu.Lock()
+	for _, run := range rs.runs {
+		rs.drop(run)
+	}
+	clear(rs.runs)
+	clear(rs.ended)
+	rs.ended = nil
+	rs.mu.Unlock()
+}
+
+// closeWait bounds how long Close waits for the runs it cancelled to end.
+const closeWait = 5 * time.Second
 
 // trim drops owner's oldest ended runs beyond perOwner, then the oldest ended runs
 // beyond total; runs still going are kept. rs.mu is held.
