@@ -81,23 +81,7 @@ var sdkShapes = []string{
 func TestReadersMatchSDKDecoding(t *testing.T) {
 	t.Parallel()
 	for _, msg := range sdkShapes {
-		_, err := jsonrpc.DecodeMessage([]byte(msg))
-		sdk := err == nil
-		lim, _ := testLimit(1 << 20)
-		got, rerr := io.ReadAll(newFrameReader(strings.NewReader(msg+"\n"), lim))
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if passed := string(got) == msg+"\n"; passed != sdk {
-			t.Errorf("stdio %.80s: passed %v, the SDK decodes it: %v (%v); got %.200q", msg, passed, sdk, err, got)
-		}
-		got, rerr = io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: "+msg+"\n\n")), lim))
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if passed := string(got) == "data: "+msg+"\n\n"; passed != sdk {
-			t.Errorf("SSE %.80s: passed %v, the SDK decodes it: %v (%v)", msg, passed, sdk, err)
-		}
+		got := readersAgreeWithSDK(t, msg)
 		// Whatever came out instead, the SDK reads.
 		if len(got) > 0 {
 			data := strings.TrimSuffix(strings.TrimPrefix(string(got), "data: "), "\n\n")
@@ -106,6 +90,30 @@ func TestReadersMatchSDKDecoding(t *testing.T) {
 			}
 		}
 	}
+}
+
+// readersAgreeWithSDK checks that the stdio and SSE readers pass msg exactly when the
+// SDK decodes it, and returns what the SSE reader gave.
+func readersAgreeWithSDK(t *testing.T, msg string) []byte {
+	t.Helper()
+	_, err := jsonrpc.DecodeMessage([]byte(msg))
+	sdk := err == nil
+	lim, _ := testLimit(1 << 20)
+	got, rerr := io.ReadAll(newFrameReader(strings.NewReader(msg+"\n"), lim))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if passed := string(got) == msg+"\n"; passed != sdk {
+		t.Errorf("stdio %.80s: passed %v, the SDK decodes it: %v (%v); got %.200q", msg, passed, sdk, err, got)
+	}
+	got, rerr = io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: "+msg+"\n\n")), lim))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if passed := string(got) == "data: "+msg+"\n\n"; passed != sdk {
+		t.Errorf("SSE %.80s: passed %v, the SDK decodes it: %v (%v)", msg, passed, sdk, err)
+	}
+	return got
 }
 
 // A response to one of our calls whose "error" the SDK refuses is answered at once with

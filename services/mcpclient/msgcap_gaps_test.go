@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 	"github.com/toolwarden/toolwarden/internal/loglimit"
 )
 
@@ -37,23 +35,7 @@ func TestReadersRequireVersion2(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/x","params":{"jsonrpc":1}}`,
 		`{"jsonrpc":"1.0","method":"notifications/x"}`,
 	} {
-		_, err := jsonrpc.DecodeMessage([]byte(msg))
-		sdk := err == nil
-		lim, _ := testLimit(1 << 20)
-		got, rerr := io.ReadAll(newFrameReader(strings.NewReader(msg+"\n"), lim))
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if passed := string(got) == msg+"\n"; passed != sdk {
-			t.Errorf("stdio %.80s: passed %v, the SDK decodes it: %v (%v); got %.200q", msg, passed, sdk, err, got)
-		}
-		got, rerr = io.ReadAll(newEventReader(io.NopCloser(strings.NewReader("data: "+msg+"\n\n")), lim))
-		if rerr != nil {
-			t.Fatal(rerr)
-		}
-		if passed := string(got) == "data: "+msg+"\n\n"; passed != sdk {
-			t.Errorf("SSE %.80s: passed %v, the SDK decodes it: %v (%v)", msg, passed, sdk, err)
-		}
+		readersAgreeWithSDK(t, msg)
 	}
 }
 
