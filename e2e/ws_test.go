@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/auth"
+	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
@@ -275,32 +276,56 @@ func TestWebsocketFiltersTopicsByPermission(t *testing.T) {
 		t.Fatalf("close code %d (%q), want %d", ce.Code, ce.Text, websocket.CloseNormalClosure)
 	}
 
-	// Audit and sessions: the audit topic is dropped, sessions still arrive.
+	// Who is signed in is no guest's either: audit and sessions only, a normal close too.
+	conn = subscribe(t, srv, h, []string{"audit", "sessions"}, maxEventID(t, srv))
+	_ = conn.SetReadDeadline(time.Now().Add(wsRead))
+	if _, msg, err := conn.ReadMessage(); !errors.As(err, &ce) || ce.Code != websocket.CloseNormalClosure {
+		t.Fatalf("guest subscribed to audit and sessions: got message %q, err %v; want a normal close", msg, err)
+	}
+
+	// Audit, sessions and tools: the first two are dropped, tools events still arrive.
+	// Servers never enabled: their delete is one tools event, with no discovery after it.
+	ctx := context.Background()
+	var ids []string
+	for _, name := range []string{"wsf1", "wsf2"} {
+		sv, err := srv.Registry.CreateServer(ctx, audit.System, registry.Spec{Name: name, Type: registry.TypeStreamableHTTP,
+			URL: "http://127.0.0.1:9/mcp", Enabled: false})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sv.ID)
+	}
 	start := maxEventID(t, srv)
-	conn2 := subscribe(t, srv, h, []string{"audit", "sessions"}, start)
-	srv.CreateUser(t, "hank", auth.RoleToolUser, "hank-password-1234") // audit only
-	srv.Login(t, "hank", "hank-password-1234")                         // audit + sessions
-	sessions := eventIDs(t, srv, start, "sessions")
+	conn2 := subscribe(t, srv, h, []string{"audit", "sessions", "tools"}, start)
+	if err := srv.Registry.DeleteServer(ctx, audit.System, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	tools := eventIDs(t, srv, start, "tools")
 	audits := eventIDs(t, srv, start, "audit")
-	if len(sessions) != 1 || len(audits) < 2 {
-		t.Fatalf("unexpected events after %d: sessions %v, audit %v", start, sessions, audits)
+	if len(tools) != 1 || len(audits) < 1 {
+		t.Fatalf("unexpected events after %d: tools %v, audit %v", start, tools, audits)
 	}
-	got := readCursors(t, conn2, len(sessions))
-	if !equalIDs(got, sessions) {
-		t.Fatalf("guest got cursors %v, want only the sessions events %v (audit events: %v)", got, sessions, audits)
+	got := readCursors(t, conn2, len(tools))
+	if !equalIDs(got, tools) {
+		t.Fatalf("guest got cursors %v, want only the tools events %v (audit events: %v)", got, tools, audits)
 	}
-	// No audit event follows: the next message is the next sessions event.
+	// No audit or sessions event follows (a sign-in makes both): the next message is
+	// the next tools event.
 	srv.Login(t, "admin", webtest.AdminPassword)
-	more := eventIDs(t, srv, sessions[0], "sessions")
+	if err := srv.Registry.DeleteServer(ctx, audit.System, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	more := eventIDs(t, srv, tools[0], "tools")
 	if len(more) != 1 {
-		t.Fatalf("expected one more sessions event, got %v", more)
+		t.Fatalf("expected one more tools event, got %v", more)
 	}
 	id, msg2 := readCursor(t, conn2)
 	if id != more[0] {
-		t.Fatalf("guest got cursor %d, want the sessions event %d (audit events %v)", id, more[0], eventIDs(t, srv, start, "audit"))
+		t.Fatalf("guest got cursor %d, want the tools event %d (audit %v, sessions %v)", id, more[0],
+			eventIDs(t, srv, start, "audit"), eventIDs(t, srv, start, "sessions"))
 	}
-	if strings.Contains(msg2, "activity-rows") {
-		t.Fatalf("guest received an audit fragment: %s", msg2)
+	if strings.Contains(msg2, "activity-rows") || strings.Contains(msg2, `data-testid="signed-in"`) {
+		t.Fatalf("guest received an audit or sessions fragment: %s", msg2)
 	}
 }
 
