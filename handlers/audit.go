@@ -308,12 +308,12 @@ func (h AuditHandler) SaveView(c echo.Context) error {
 
 // viewNameError is the save-view form's error at its name box, and the status to answer
 // with, when err refuses the name: 422 for a blank or long one, 409 for one the person
-// already uses (services/audit's "view_exists").
+// already uses (audit.CodeViewExists).
 func viewNameError(err error) (views.FormErrors, int, bool) {
 	if fe, ok := formErrors(err); ok && fe["name"] != "" {
 		return views.FormErrors{"name": fe["name"]}, http.StatusUnprocessableEntity, true
 	}
-	if f, ok := fault.As(err); ok && f.Kind == fault.KindConflict && f.Code == "view_exists" {
+	if f, ok := fault.As(err); ok && f.Kind == fault.KindConflict && f.Code == audit.CodeViewExists {
 		return views.FormErrors{"name": f.Message}, http.StatusConflict, true
 	}
 	return nil, 0, false

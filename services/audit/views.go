@@ -29,6 +29,10 @@ type SavedView struct {
 var ErrViewNotFound = fault.NotFound("saved view")
 
 // Views lists userID's saved views by name.
+
+// CodeViewExists is the code of SaveView's refusal of a name the person already uses.
+const CodeViewExists = "view_exists"
+
 func (l *Log) Views(ctx context.Context, userID string) ([]SavedView, error) {
 	rows, err := l.pool.Query(ctx, `/* audit.Views */ SELECT id::text, name, query, created_at FROM audit_views
 		WHERE user_id = $1 ORDER BY lower(name)`, userID)
@@ -89,7 +93,7 @@ func (l *Log) SaveView(ctx context.Context, actor Actor, name, query string) (Sa
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
-		return SavedView{}, fault.Conflict("view_exists", fmt.Sprintf("You already have a view named %q.", name))
+		return SavedView{}, fault.Conflict(CodeViewExists, fmt.Sprintf("You already have a view named %q.", name))
 	}
 	if err != nil {
 		return SavedView{}, fmt.Errorf("audit: save view: %w", err)
