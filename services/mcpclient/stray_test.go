@@ -104,7 +104,9 @@ func TestStrayLineMidSession(t *testing.T) {
 	}
 }
 
-// strayEvents puts events whose data is not JSON before each event of an SSE stream.
+// strayEvents puts events whose data is not JSON, and one with no data at all (only an
+// id and a retry, as a Streamable HTTP server primes a stream with), before each event of
+// an SSE stream.
 type strayEvents struct{ next http.Handler }
 
 func (s strayEvents) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +117,7 @@ type strayWriter struct{ http.ResponseWriter }
 
 func (w *strayWriter) Write(p []byte) (int, error) {
 	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
-		_, _ = io.WriteString(w.ResponseWriter, "event: message\ndata: server says hello\n\ndata: {not json}\n\n")
+		_, _ = io.WriteString(w.ResponseWriter, "event: message\ndata: server says hello\n\ndata: {not json}\n\nid: 7\nretry: 100\n\n")
 	}
 	return w.ResponseWriter.Write(p)
 }

@@ -440,7 +440,11 @@ func (c *SSEClientTransport) Connect(ctx context.Context) (Connection, error) {
 	msgEndpoint, err := func() (*url.URL, error) {
 		var evt Event
 		for evt, err = range scanEventsLimited(resp.Body, maxEventSize) {
-			break
+			// An event without data is not dispatched (the SSE specification;
+			// Toolwarden, TOOLWARDEN.md): an id or retry alone is no message.
+			if err != nil || len(evt.Data) > 0 {
+				break
+			}
 		}
 		if err != nil {
 			return nil, err
@@ -473,6 +477,9 @@ func (c *SSEClientTransport) Connect(ctx context.Context) (Connection, error) {
 		for evt, err := range scanEventsLimited(resp.Body, maxEventSize) {
 			if err != nil {
 				return
+			}
+			if len(evt.Data) == 0 {
+				continue // not dispatched, as above
 			}
 			select {
 			case s.incoming <- evt.Data:
