@@ -138,6 +138,28 @@ func TestServeAndCommands(t *testing.T) {
 		t.Fatalf("migrate status: %v %s", err, stdout)
 	}
 
+	// serve reaches its database only as the application's role, which cannot rewrite
+	// audit_log: the owner's connections were the migrations', and they ended.
+	func() {
+		c, err := db.StartCluster(context.Background(), dataDir, &db.ClusterOptions{Fast: true}) // attaches
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := pgx.Connect(context.Background(), c.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		var roles []string
+		if err := conn.QueryRow(context.Background(), `SELECT coalesce(array_agg(DISTINCT usename::text), '{}') FROM pg_stat_activity
+			WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`).Scan(&roles); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(roles, []string{"toolwarden_app"}) {
+			t.Fatalf("serve's connections to its database are as %v, want only toolwarden_app", roles)
+		}
+	}()
+
 	pid := postmasterPID(t, dataDir)
 	cancel()
 	select {
