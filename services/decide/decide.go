@@ -63,8 +63,8 @@ type Decision struct {
 	Verb string
 	// Vetting: a test run of a tool nobody can use yet (not enabled), by someone who
 	// may enable tools. Running it is how a tool is vetted, and nobody else can call
-	// it until it is enabled, so separation of duties does not apply; a high-risk run
-	// is still marked self-approved.
+	// it until it is enabled, so separation of duties does not apply (unless it is set
+	// to always); a high-risk run is still marked self-approved.
 	Vetting bool
 }
 
@@ -119,18 +119,20 @@ func (s *Service) Check(ctx context.Context, d Decision) (Verdict, error) {
 	if d.Level != risk.High || d.Requester == "" || d.Requester != d.Actor.ID {
 		return Verdict{}, nil
 	}
-	if d.Vetting {
-		return Verdict{SelfApproved: true}, nil
-	}
 	sep, err := s.Separation(ctx, s.pool)
 	if err != nil {
 		return Verdict{}, err
 	}
-	switch sep {
-	case SeparationOff:
-		return Verdict{SelfApproved: true}, nil
-	case SeparationAlways:
+	switch {
+	case sep == SeparationAlways && d.Vetting:
+		// "Always" admits no exception: a tool not enabled yet can act on real systems
+		// with real credentials when it is tested.
+		return Verdict{}, needsOther("a high-risk run needs a different person to approve it than the one who asks for it, " +
+			"even a test of a tool not enabled yet (separation of duties is set to always): enable the tool, then use Ask for approval")
+	case sep == SeparationAlways:
 		return Verdict{}, needsOther("a high-risk request needs a different person to approve it than the one who asked for it (separation of duties is set to always)")
+	case sep == SeparationOff || d.Vetting:
+		return Verdict{SelfApproved: true}, nil
 	}
 	n, err := s.auth.OtherApprovers(ctx, d.Requester)
 	if err != nil {

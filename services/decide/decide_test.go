@@ -107,6 +107,12 @@ func TestCheck(t *testing.T) {
 	if v, fe := check(vet); fe != nil || !v.SelfApproved {
 		t.Errorf("vetting with bob there: got %+v, %v; want allowed, marked self-approved", v, fe)
 	}
+	// Always means always: a test of a tool not enabled yet is no exception.
+	set(decide.SeparationAlways)
+	if _, fe := check(vet); fe == nil || !fe.NeedsOther {
+		t.Errorf("vetting with bob there, always: got %v, want refused, needing another person", fe)
+	}
+	set(decide.SeparationAuto)
 	if _, err := pool.Exec(ctx, `UPDATE users SET disabled_at = now() WHERE id = $1`, bob); err != nil {
 		t.Fatal(err)
 	}
