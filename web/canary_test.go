@@ -361,7 +361,13 @@ func TestCanaryNeverLeaves(t *testing.T) {
 	conn := wsDial(t, srv, admin, topics, 0)
 	frames := 0
 	for {
-		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second)) // the replay is sent at once; then it is quiet
+		// The replay is sent at once, then it is quiet; its first frame may wait on the
+		// renders of every event under load.
+		wait := 2 * time.Second
+		if frames == 0 {
+			wait = 30 * time.Second
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(wait))
 		_, msg, err := conn.ReadMessage()
 		if err != nil {
 			break
