@@ -344,6 +344,25 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 	}
+	// So is one server's discovery asked for in the person's own words, for the same
+	// reason: mcpclient gives it ten minutes. A set-up's discovery (its yes, or the server
+	// it picked) runs in the turn, as the set-up's next step depends on the state it locks.
+	var found *discovered
+	if u.Intent == IntentDiscover && p.Kind != audit.ActorToken && p.Can(auth.PermServerEdit) && !masked && len(u.Settings) == 0 {
+		st, err := s.peekState(ctx, p, convID)
+		if err != nil {
+			return Reply{}, err
+		}
+		if d := Decide(said, u, st, cat); !closed(st) && !elsewhere(st) && d.Do != nil && d.Do.Intent == IntentDiscover &&
+			len(d.Do.IDs) == 1 && d.State.Flow == nil {
+			a := actor
+			a.Said = d.Do.Sentence
+			found, earlyOp = &discovered{}, d.Do
+			if found.res, found.err = s.discoverOne(ctx, d.Do.IDs[0], a, time.Now().Add(s.connectWait)); ctx.Err() != nil {
+				return Reply{}, ctx.Err()
+			}
+		}
+	}
 	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
 		// stale refuses a message that answers what this window no longer shows. Whether
 		// a value it sets is a secret is not looked at: none is kept.
@@ -354,10 +373,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			out.Reply = reply
 			return save(said, out)
 		}
-		if closed(*st) && early == nil {
+		if closed(*st) && early == nil && found == nil {
 			return stale("That question is no longer open: nothing was changed. Answer the latest question, or say what you would like to do.")
 		}
-		if elsewhere(*st) && early == nil {
+		if elsewhere(*st) && early == nil && found == nil {
 			// The conversation went on in another window (a second tab): a yes or "the
 			// second one" typed here would answer a question or a list this one never
 			// showed.
@@ -406,10 +425,10 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 		d := Decide(said, u, *st, cat)
-		if early != nil {
-			// The refresh ran before the lock for what the message says: the reply says
-			// what it did, whatever another window did to the conversation meanwhile
-			// (as a new request, it drops an open question).
+		if early != nil || found != nil {
+			// The refresh (or discovery) ran before the lock for what the message says:
+			// the reply says what it did, whatever another window did to the conversation
+			// meanwhile (as a new request, it drops an open question).
 			d = Decision{State: *st, Do: earlyOp}
 			d.State.Pending, d.State.Flow = nil, nil
 		}
@@ -512,9 +531,12 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			if d.Do.ByModel {
 				actor.Said += " (read by the language model)"
 			}
-			if early != nil {
+			switch {
+			case early != nil:
 				early.report(&out)
-			} else {
+			case found != nil:
+				s.reportFound(ctx, d.Do, found, cat, &d, &out)
+			default:
 				s.run(ctx, p, actor, d.Do, cat, &d, &out)
 			}
 		}
@@ -1431,46 +1453,78 @@ func (s *Service) discover(ctx context.Context, actor audit.Actor, op *Op, cat *
 			d.State.Flow = nil
 			return err
 		}
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: nameOf2(cat, id),
-			Href: "/servers/" + id, OK: true})
-		ts, err := s.registry.ServerTools(ctx, id)
-		if err != nil {
+		if err := s.listFound(ctx, op, id, res, cat, d, out); err != nil {
 			return err
 		}
-		// In a set-up (a server just added, or one picked), "which ones?" picks among
-		// exactly the tools found here.
-		setup := d.State.Flow != nil && (d.State.Flow.Step == StepWhichTools || d.State.Flow.Step == StepDiscover)
-		var ids []string // the tools listed: the first MaxChoices (State.LastIDs)
-		seen := map[string]string{}
-		for i, t := range ts {
-			if i >= MaxChoices {
-				break
-			}
-			ids = append(ids, t.ID)
-			seen[t.ID] = t.DefinitionHash
-			target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
-			if !setup {
-				target = pickTarget("tell me about", i+1)
-			}
-			out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
+	}
+	return nil
+}
+
+// discovered is a server's discovery run before the turn locked its conversation.
+type discovered struct {
+	res registry.DiscoveryResult
+	err error
+}
+
+// reportFound writes what a discovery run before the lock found into the reply, as run
+// would have written the discovery it ran.
+func (s *Service) reportFound(ctx context.Context, op *Op, f *discovered, cat *Catalogue, d *Decision, out *Reply) {
+	err := f.err
+	if err == nil {
+		err = s.listFound(ctx, op, op.IDs[0], f.res, cat, d, out)
+	}
+	if err != nil {
+		d.State.Flow = nil
+		out.Reply = failure(op, err)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: err.Error()})
+	}
+}
+
+// listFound answers a discovery of server id that found res: its counts and the first
+// of its tools, numbered, for the next message (or the set-up's "which ones?") to pick.
+func (s *Service) listFound(ctx context.Context, op *Op, id string, res registry.DiscoveryResult, cat *Catalogue, d *Decision, out *Reply) error {
+	out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: id, Name: nameOf2(cat, id),
+		Href: "/servers/" + id, OK: true})
+	// One page of what is listed, and the count: a server may store twenty
+	// thousand tools with their schemas, and the reply shows MaxChoices.
+	page, err := s.registry.ServerToolsPage(ctx, id, MaxChoices, "")
+	if err != nil {
+		return err
+	}
+	ts := page.Tools
+	// In a set-up (a server just added, or one picked), "which ones?" picks among
+	// exactly the tools found here.
+	setup := d.State.Flow != nil && (d.State.Flow.Step == StepWhichTools || d.State.Flow.Step == StepDiscover)
+	var ids []string // the tools listed: the first MaxChoices (State.LastIDs)
+	seen := map[string]string{}
+	for i, t := range ts {
+		if i >= MaxChoices {
+			break
 		}
-		d.State.shows("tool", ids, len(ts)-len(ids), nameOf2(cat, id), seen)
-		if setup {
-			f := *d.State.Flow
-			f.Step, f.ToolIDs, f.More, f.Seen = StepWhichTools, ids, len(ts)-len(ids), seen
-			d.State.Flow = &f
+		ids = append(ids, t.ID)
+		seen[t.ID] = t.DefinitionHash
+		target := fmt.Sprint(i + 1) // the guided set-up's "which ones?"
+		if !setup {
+			target = pickTarget("tell me about", i+1)
 		}
-		out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
-		if len(ts) > MaxChoices {
-			out.Reply += fmt.Sprintf(" The first %d are listed; the server's page has them all.", MaxChoices)
-		}
-		if d.State.Flow != nil && d.State.Flow.Step == StepWhichTools && len(ids) > 0 {
-			out.Reply += " Which ones would you like to enable? Say their numbers (\"1 and 3\"), \"all of them\", or \"none\"."
-			out.Choices = append(out.Choices, Choice{Label: "All of them", Target: "all of them"}, Choice{Label: "None", Target: "no"})
-		} else {
-			d.State.Flow = nil
-			out.Reply += " Say \"enable the first one\" or \"enable all of them\"."
-		}
+		out.Choices = append(out.Choices, Choice{Label: fmt.Sprintf("%d. %s (%s)", i+1, t.Name, t.Status), Target: target})
+	}
+	d.State.shows("tool", ids, page.Total-len(ids), nameOf2(cat, id), seen)
+	if setup {
+		f := *d.State.Flow
+		f.Step, f.ToolIDs, f.More, f.Seen = StepWhichTools, ids, page.Total-len(ids), seen
+		d.State.Flow = &f
+	}
+	out.Reply = fmt.Sprintf("I found %d tools on %s (%d new, %d updated).", res.Total, nameOf2(cat, id), res.Added, res.Updated)
+	if page.Total > len(ids) {
+		out.Reply += fmt.Sprintf(" The first %d are listed; the server's page has them all.", MaxChoices)
+	}
+	if d.State.Flow != nil && d.State.Flow.Step == StepWhichTools && len(ids) > 0 {
+		out.Reply += " Which ones would you like to enable? Say their numbers (\"1 and 3\"), \"all of them\", or \"none\"."
+		out.Choices = append(out.Choices, Choice{Label: "All of them", Target: "all of them"}, Choice{Label: "None", Target: "no"})
+	} else {
+		d.State.Flow = nil
+		out.Reply += " Say \"enable the first one\" or \"enable all of them\"."
 	}
 	return nil
 }
