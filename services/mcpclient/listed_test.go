@@ -9,7 +9,8 @@ import (
 )
 
 // A session's listing is hashed as ApplyDiscovery hashes what it stores: a missing or
-// null input schema as {}, the first of two definitions of one name; and a large list
+// null input schema as {}, neither of two different definitions of one name (which one
+// the server runs is its choice), one of two identical ones; and a large list
 // hashed on several CPUs gives each tool its own hash.
 func TestListedHashesAsStored(t *testing.T) {
 	ann := json.RawMessage(`{"readOnlyHint":true}`)
@@ -18,11 +19,13 @@ func TestListedHashesAsStored(t *testing.T) {
 		{Name: "null", InputSchema: json.RawMessage(` null `)},
 		{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ann},
 		{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "same", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "same", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	})
 	want := map[string]string{
-		"none":  registry.DefinitionHash(registry.ToolDef{Name: "none", Description: "d", InputSchema: json.RawMessage(`{}`)}),
-		"null":  registry.DefinitionHash(registry.ToolDef{Name: "null", InputSchema: json.RawMessage(`{}`)}),
-		"twice": registry.DefinitionHash(registry.ToolDef{Name: "twice", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: ann}),
+		"none": registry.DefinitionHash(registry.ToolDef{Name: "none", Description: "d", InputSchema: json.RawMessage(`{}`)}),
+		"null": registry.DefinitionHash(registry.ToolDef{Name: "null", InputSchema: json.RawMessage(`{}`)}),
+		"same": registry.DefinitionHash(registry.ToolDef{Name: "same", InputSchema: json.RawMessage(`{"type":"object"}`)}),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d hashes, want %d: %v", len(got), len(want), got)

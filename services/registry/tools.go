@@ -764,6 +764,9 @@ func (s *Service) ApplyDiscovery(ctx context.Context, serverID string, d Discove
 	if !uuidtext.Canonical(serverID) {
 		return DiscoveryResult{}, ErrNotFound
 	}
+	// Hashed once for every attempt; a name listed with different definitions is left
+	// out of the store and reported with the run.
+	d = withClashes(d)
 	var res DiscoveryResult
 	err := retryDiscovery(ctx, func() error {
 		var err error
@@ -886,14 +889,14 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 		// and still bounds the rows.
 		// A list adding no rows passes however many are stored (a server over the bound
 		// before it existed is still discovered).
-		if fresh := newNames(d.Tools, byName); fresh > 0 && len(byName)+fresh > maxToolsPerServer {
+		if fresh := newNames(d.Listed, byName); fresh > 0 && len(byName)+fresh > maxToolsPerServer {
 			tooMany = ErrTooManyTools.Withf("the list has %d new tools and %d are stored (listed now or not); a server may have at most %d: "+
 				"nothing was stored. Check why the server lists so many names; deleting the server and adding it again drops the tools it no longer lists",
 				fresh, len(byName), maxToolsPerServer)
 			res.RunID, err = insertFailedRun(ctx, tx, serverID, d, tooMany.Message)
 			return err
 		}
-		res, err = s.applyTools(ctx, tx, serverID, d, byName)
+		res, err = s.applyTools(ctx, tx, serverID, name, d, byName)
 		if err != nil {
 			return err
 		}
@@ -950,15 +953,15 @@ func (s *Service) applyDiscovery(ctx context.Context, serverID string, d Discove
 	return res, err
 }
 
-// newNames counts the distinct names in list that are not stored yet.
-func newNames(list []ToolDef, byName map[string]*storedTool) int {
-	fresh := make(map[string]bool)
-	for _, def := range list {
-		if _, ok := byName[def.Name]; !ok {
-			fresh[def.Name] = true
+// newNames counts the names in list (distinct, HashListing's) that are not stored yet.
+func newNames(list []ListedTool, byName map[string]*storedTool) int {
+	fresh := 0
+	for _, l := range list {
+		if _, ok := byName[l.Def.Name]; !ok {
+			fresh++
 		}
 	}
-	return len(fresh)
+	return fresh
 }
 
 func nilIfNil[T any](v []T) any {
@@ -984,7 +987,7 @@ type storedTool struct {
 // definition, through tools.StoreDiscovery (one COPY for new tools, one batch for the
 // rest), then one COPY for the new versions. Hashing is the only work done for a tool
 // listed unchanged.
-func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d Discovery, byName map[string]*storedTool) (DiscoveryResult, error) {
+func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID, server string, d Discovery, byName map[string]*storedTool) (DiscoveryResult, error) {
 	res := DiscoveryResult{Total: len(d.Tools), Pages: d.Pages}
 	note := func(name string) {
 		if len(res.Changed) < 50 {
@@ -1040,7 +1043,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 	})
 
 	var schemaRows [][]any
-	w := tools.DiscoveryWrite{Actor: actor}
+	w := tools.DiscoveryWrite{Actor: actor, Server: server}
 	written := make(map[string]bool)
 	for i, l := range list {
 		def, hash := l.Def, l.Hash
@@ -1083,7 +1086,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID string, d 
 				next = ToolDiscovered
 			}
 			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Definition: &stored,
-				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status})
+				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status, WasHash: cur.DefinitionHash})
 			written[cur.ID] = true
 			var definition any = raw
 			if known[cur.ID+" "+hash] {
@@ -1150,26 +1153,105 @@ type ListedTool struct {
 	Hash string
 }
 
-// HashListing is a server's listing as discovery stores and hashes it: the first
-// definition of a name listed twice (a server's mistake), a tool listed without an
-// input schema with {} (stored so: hashed the same, or it would look changed on every
-// run), each with its DefinitionHash, computed on every CPU (hashing is most of the
-// work for a list that has not changed). The session manager checks calls against it.
+// HashListing is a server's listing as discovery stores and hashes it: a tool listed
+// without an input schema with {} (stored so: hashed the same, or it would look changed
+// on every run), each with its DefinitionHash, computed on every CPU (hashing is most of
+// the work for a list that has not changed). A name listed more than once is kept once
+// when every copy has the same definition (hash), and left out entirely when they
+// differ: which copy the server runs on tools/call is its choice, so vetting either one
+// would vouch for nothing (ApplyDiscovery reports it, see listedClashes). The session
+// manager checks calls against it, so such a name is not callable either.
 func HashListing(tools []ToolDef) []ListedTool {
-	list := make([]ListedTool, 0, len(tools))
-	seen := make(map[string]bool, len(tools))
-	for _, def := range tools {
-		if seen[def.Name] {
-			continue
-		}
-		seen[def.Name] = true
+	list := make([]ListedTool, len(tools))
+	for i, def := range tools {
 		if len(bytes.TrimSpace(def.InputSchema)) == 0 || string(bytes.TrimSpace(def.InputSchema)) == "null" {
 			def.InputSchema = json.RawMessage(`{}`)
 		}
-		list = append(list, ListedTool{Def: def})
+		list[i] = ListedTool{Def: def}
 	}
 	parallel(len(list), func(i int) { list[i].Hash = DefinitionHash(list[i].Def) })
-	return list
+	at := make(map[string]int, len(list)) // name → index of its first copy in out
+	var clash map[string]bool
+	out := list[:0] // in place: out never passes the entry being read
+	for _, l := range list {
+		if i, ok := at[l.Def.Name]; ok {
+			if out[i].Hash != l.Hash {
+				if clash == nil {
+					clash = map[string]bool{}
+				}
+				clash[l.Def.Name] = true
+			}
+			continue
+		}
+		at[l.Def.Name] = len(out)
+		out = append(out, l)
+	}
+	if clash != nil {
+		out = slices.DeleteFunc(out, func(l ListedTool) bool { return clash[l.Def.Name] })
+	}
+	return slices.Clip(out)
+}
+
+// listedClash is a name HashListing left out: listed n times with different definitions.
+type listedClash struct {
+	name string
+	n    int
+}
+
+// listedClashes are the names of tools that list (HashListing(tools)) left out, in the
+// order they were first listed, each with how many times it was listed. Every name in
+// tools is storable (the session manager left out the others first), so a name missing
+// from list is one listed with different definitions.
+func listedClashes(tools []ToolDef, list []ListedTool) []listedClash {
+	if len(tools) == len(list) {
+		return nil
+	}
+	kept := make(map[string]bool, len(list))
+	for _, l := range list {
+		kept[l.Def.Name] = true
+	}
+	var out []listedClash
+	at := map[string]int{}
+	for _, t := range tools {
+		if kept[t.Name] {
+			continue
+		}
+		i, ok := at[t.Name]
+		if !ok {
+			i = len(out)
+			at[t.Name] = i
+			out = append(out, listedClash{name: t.Name})
+		}
+		out[i].n++
+	}
+	return out
+}
+
+// maxLeftOutName bounds a left-out name as a run shows it (quoted), as the session
+// manager bounds the names it leaves out.
+const maxLeftOutName = 200
+
+// withClashes is d with its listing hashed (Listed) and the names listed with different
+// definitions counted in LeftOut and named in LeftOutNames (the first few), as the tools
+// whose names cannot be stored are: the run, its audit entry and the result say so.
+func withClashes(d Discovery) Discovery {
+	if d.Listed == nil {
+		d.Listed = HashListing(d.Tools)
+	}
+	clashes := listedClashes(d.Tools, d.Listed)
+	if len(clashes) == 0 {
+		return d
+	}
+	names := slices.Clip(d.LeftOutNames) // the caller's slice is not written to
+	for _, c := range clashes {
+		d.LeftOut++
+		if len(names) < MaxLeftOutNames {
+			names = append(names, fmt.Sprintf("%s: listed %d times with different definitions",
+				textcheck.Clip(strconv.Quote(c.name), maxLeftOutName, CutMark), c.n))
+		}
+	}
+	d.LeftOutNames = names
+	return d
 }
 
 // parallel calls fn(0) … fn(n-1) on GOMAXPROCS goroutines (one for a short list).

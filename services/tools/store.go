@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/toolwarden/toolwarden/internal/toolname"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/risk"
 	"github.com/toolwarden/toolwarden/services/schema"
@@ -54,6 +55,8 @@ type Relisted struct {
 	// Was is the state the discovery read, before the definition changed
 	// (toolstate.Pending.Was); the tool is updated only while it is still in it.
 	Was string
+	// WasHash is the definition hash the discovery read (the definition replaced).
+	WasHash string
 }
 
 // HistoryRow is a tool_state_history row a discovery writes for its own transitions
@@ -78,6 +81,7 @@ type DiscoveryWrite struct {
 	// (discovered or updating) that New and Relisted do not cover.
 	Waiting []toolstate.Pending
 	Actor   string // who validates: "system" or the user's name
+	Server  string // the server's name, for the tools' qualified names in audit entries
 }
 
 // StoreDiscovery writes w for server serverID in tx (the discovery's transaction) and
@@ -241,7 +245,40 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	if err := recordMoves(ctx, tx, historyRows(w.History), j.moves, c); err != nil {
 		return nil, err
 	}
-	return j.out, autoEnable(ctx, tx, j.out, j.validated)
+	if err := autoEnable(ctx, tx, j.out, j.validated); err != nil {
+		return nil, err
+	}
+	return j.out, auditTakenOff(ctx, tx, w, j.out)
+}
+
+// auditTakenOff appends a tool.disable entry by the system for each enabled tool whose
+// changed definition took it out of service (no policy enabled it again): the moves are
+// only in tool_state_history, which is not hash-chained, and the discovery's one entry
+// names at most 50 tools, so without it an auditor following the tool never sees when
+// it went off. One AppendBatch: a single insert however many tools changed.
+func auditTakenOff(ctx context.Context, tx pgx.Tx, w DiscoveryWrite, out []toolstate.Outcome) error {
+	final := make(map[string]string, len(out))
+	for _, o := range out {
+		final[o.ID] = o.Status
+	}
+	var entries []audit.Entry
+	for _, r := range w.Relisted {
+		to, ok := final[r.ID]
+		if r.Definition == nil || r.Was != toolstate.Enabled || !ok || to == toolstate.Enabled {
+			continue
+		}
+		entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.disable", TargetType: "tool", TargetID: r.ID,
+			TargetName: toolname.Join(w.Server, r.Name), Payload: map[string]any{"from": r.Was, "to": to,
+				"reason": "definition changed", "from_hash": r.WasHash, "to_hash": r.Definition.Hash,
+				"version": fmt.Sprintf("%d.%d", r.VersionMajor, r.VersionMinor)}})
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+		return fmt.Errorf("tools: audit tools taken out of service: %w", err)
+	}
+	return nil
 }
 
 // droppedRisk is a risk override a changed definition removed, and the level now.
