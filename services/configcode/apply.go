@@ -224,7 +224,7 @@ func unpinned(t *storedTool) *storedTool {
 		return nil
 	}
 	c := *t
-	c.DefinitionHash, c.ValidationWorst = "", ""
+	c.DefinitionHash, c.ValidationWorst, c.Version = "", "", ""
 	return &c
 }
 
@@ -427,6 +427,22 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 			NoCategoryPolicy: true}
 		if _, err := s.tools.UpdateTx(ctx, tx, actor, id, p, "tool.import"); err != nil {
 			return err
+		}
+	}
+	if it.state != "" && ft.DefinitionHash != "" && pinApplies(ft, it.state == toolstate.Enabled || it.via) {
+		// The file's pin, checked again under the row's lock: a discovery between plan
+		// and apply must not slip a definition past it, whatever the plan's own check
+		// (unchanged) compared.
+		var hash, version, status string
+		if err := tx.QueryRow(ctx, `/* configcode.apply.pin */ SELECT COALESCE(definition_hash, ''),
+				version_major::text || '.' || version_minor::text, status FROM mcp_tools WHERE id = $1 FOR NO KEY UPDATE`, id).
+			Scan(&hash, &version, &status); err != nil {
+			return fmt.Errorf("definition: %w", err)
+		}
+		if !pinIs(ft.DefinitionHash, hash) {
+			res.Unapplied = append(res.Unapplied, registry.Problem{File: file, Field: "tools." + it.Name + ".state",
+				Message: s.stalePin(ctx, ft, id, status, version, hash)})
+			it.state = ""
 		}
 	}
 	if it.state != "" {

@@ -40,6 +40,10 @@ const header = `# Toolwarden configuration: written by 'toolwarden export', read
 #     the stored one.
 # Tools are listed by qualified name (server__tool) with what an administrator set on
 # them; a listed tool gets exactly these settings, tools not listed are left as they are.
+# definition_hash is the tool's definition its state and override were decided on: an
+# import enables, or overrides the findings of, that definition only. A tool its server
+# has redefined since stays as it is: review the new definition on the tool's page, then
+# export again.
 `
 
 type fileOut struct {
@@ -57,18 +61,21 @@ type categoryOut struct {
 }
 
 type toolOut struct {
-	Tool         string              `yaml:"tool"`
-	State        string              `yaml:"state,omitempty"`
-	Override     string              `yaml:"override,omitempty"`
-	Risk         string              `yaml:"risk,omitempty"`
-	TimeoutMS    int                 `yaml:"timeout_ms,omitempty"`
-	RateLimit    int                 `yaml:"rate_limit,omitempty"`
-	Category     string              `yaml:"category,omitempty"`
-	Tags         []string            `yaml:"tags,omitempty,flow"`
-	Config       map[string]paramOut `yaml:"config,omitempty"`
-	Permissions  map[string]bool     `yaml:"permissions,omitempty"`
-	Compensation *compensationOut    `yaml:"compensation,omitempty"`
-	TestCases    []testCaseOut       `yaml:"test_cases,omitempty"`
+	Tool     string `yaml:"tool"`
+	State    string `yaml:"state,omitempty"`
+	Override string `yaml:"override,omitempty"`
+	// DefinitionHash pins State and Override to the definition they were decided on
+	// (Tool.DefinitionHash): re-applied after an upstream change, the file enables nothing unseen.
+	DefinitionHash string              `yaml:"definition_hash,omitempty"`
+	Risk           string              `yaml:"risk,omitempty"`
+	TimeoutMS      int                 `yaml:"timeout_ms,omitempty"`
+	RateLimit      int                 `yaml:"rate_limit,omitempty"`
+	Category       string              `yaml:"category,omitempty"`
+	Tags           []string            `yaml:"tags,omitempty,flow"`
+	Config         map[string]paramOut `yaml:"config,omitempty"`
+	Permissions    map[string]bool     `yaml:"permissions,omitempty"`
+	Compensation   *compensationOut    `yaml:"compensation,omitempty"`
+	TestCases      []testCaseOut       `yaml:"test_cases,omitempty"`
 }
 
 type paramOut struct {
@@ -153,7 +160,7 @@ func (s *Service) Export(ctx context.Context) ([]byte, error) {
 // its undo tool's, read when it has test cases or fixed compensation values: what they
 // mark secret is masked (maskedArgs).
 func toolEntry(t *storedTool, refs map[[2]string]string, schema, undoSchema json.RawMessage) toolOut {
-	o := toolOut{Tool: t.qualified(), Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
+	o := toolOut{Tool: t.qualified(), DefinitionHash: t.DefinitionHash, Risk: t.Risk, TimeoutMS: t.TimeoutMS, RateLimit: t.RateLimit,
 		Category: t.Category, Tags: t.Tags}
 	if t.Status == "enabled" || t.Status == "disabled" {
 		o.State, o.Override = t.Status, t.Override

@@ -5,6 +5,7 @@ package configcode
 // silently ignored); every problem names the file, the tool and the field.
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,16 +52,21 @@ type Tool struct {
 	State string // "enabled", "disabled" or "" (as the lifecycle leaves it)
 	// Override is why an administrator enabled the tool despite critical or error
 	// findings or a failed test: with it, the import may do the same.
-	Override     string
-	Risk         string
-	TimeoutMS    int
-	RateLimit    int
-	Category     string
-	Tags         []string
-	Params       map[string]Param
-	Permissions  map[string]bool
-	Compensation *Compensation
-	TestCases    []tools.TestCase
+	Override string
+	// DefinitionHash is the definition the file's state and override were decided on
+	// (lower-case hex, the whole hash or its start of at least tools.SeenPrefix
+	// characters; "" when the file pins none): an enable or override of another
+	// definition is not applied (see pinIs).
+	DefinitionHash string
+	Risk           string
+	TimeoutMS      int
+	RateLimit      int
+	Category       string
+	Tags           []string
+	Params         map[string]Param
+	Permissions    map[string]bool
+	Compensation   *Compensation
+	TestCases      []tools.TestCase
 }
 
 // Param is one configured parameter. A secret one has SecretEnv (the reference) and,
@@ -346,6 +352,12 @@ func (p *parser) tool(o *fields, i int) Tool {
 	} else {
 		p.text(o.field("override"), t.Override)
 	}
+	t.DefinitionHash = p.definitionHash(o)
+	if t.Override != "" && t.DefinitionHash == "" {
+		// Checked here, not only by the plan: an override is a decision about one
+		// definition, and a file that does not say which would override whatever is current.
+		p.fail(o.field("override"), "needs definition_hash beside it: an override is a decision about one definition (export the tool again, or copy the hash from the tool's page)")
+	}
 	t.Risk = strings.ToLower(o.str("risk"))
 	if t.Risk != "" && t.Risk != "low" && t.Risk != "medium" && t.Risk != "high" {
 		p.fail(o.field("risk"), "must be low, medium or high (or left out to let the annotations decide)")
@@ -529,6 +541,21 @@ func (p *parser) tool(o *fields, i int) Tool {
 	}
 	o.finish()
 	return t
+}
+
+// hashRE is a definition hash as the file may give it: hex, from tools.SeenPrefix
+// characters (the start the tool pages accept for the whole) to the whole SHA-256.
+var hashRE = regexp.MustCompile(fmt.Sprintf(`^[0-9a-f]{%d,%d}$`, tools.SeenPrefix, sha256.Size*2))
+
+// definitionHash reads a tool's definition_hash, lower-cased (hex is read either way).
+func (p *parser) definitionHash(o *fields) string {
+	h := strings.ToLower(strings.TrimSpace(o.str("definition_hash")))
+	if h != "" && !hashRE.MatchString(h) {
+		p.fail(o.field("definition_hash"), fmt.Sprintf("must be the tool's definition hash: hex, its %d characters or at least their first %d (the tool's page and 'toolwarden export' give it)",
+			sha256.Size*2, tools.SeenPrefix))
+		return ""
+	}
+	return h
 }
 
 // text reports s, a string of the file stored as text, when PostgreSQL cannot store it

@@ -13,11 +13,14 @@ import (
 	"github.com/toolwarden/toolwarden/services/executions"
 )
 
+// pendingHash is the definition of x__rm the file's enable and override are about.
+const pendingHash = "3f2a9c01e4b7d6c5a8f90123456789abcdef0123456789abcdef0123456789ab"
+
 // pendingFile registers server x and states settings of its tool x__rm, which exists
 // only once x is discovered.
 func pendingFile(risk string) string {
 	return "version: 1\nservers:\n  - name: x\n    type: streamable_http\n    url: http://127.0.0.1:1/mcp\n" +
-		"tools:\n  - tool: x__rm\n    state: enabled\n    override: ok\n    risk: " + risk + "\n    timeout_ms: 4000\n" +
+		"tools:\n  - tool: x__rm\n    state: enabled\n    override: ok\n    definition_hash: " + pendingHash + "\n    risk: " + risk + "\n    timeout_ms: 4000\n" +
 		"    tags: [files]\n    config:\n      path: {mode: fixed, value: /tmp}\n      api_key: {mode: fixed, value: " + secretValue + "}\n" +
 		"    permissions: {guest1: true}\n" +
 		"    compensation: {undo: x__restore, arguments: {path: {from: /path}}}\n"
@@ -35,7 +38,7 @@ func TestPendingToolSettingsArePlanned(t *testing.T) {
 		t.Fatalf("plan:\n%s", p)
 	}
 	text := p.String()
-	for _, want := range []string{"… after discovery: tool x__rm", "waits for: discovery of server x", "state: enabled",
+	for _, want := range []string{"… after discovery: tool x__rm", "waits for: discovery of server x", "state: enabled (definition 3f2a9c01e4b7… only, as the file pins it)",
 		`override: "ok"`, "risk: low", "timeout_ms: 4000", "tags: [files]", "config.path: fixed \"/tmp\"",
 		"config.api_key: set (secret)", "permissions.guest1: true", `compensation: x__restore {"path":{"from":"/path"}}`} {
 		if !strings.Contains(text, want) {

@@ -181,6 +181,12 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	if err != nil {
 		return nil, err
 	}
+	for _, ft := range f.Tools {
+		if ft.Override != "" && ft.DefinitionHash == "" {
+			// Parse refuses it too; a File built otherwise is held to the same rule.
+			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Field: "tools." + ft.Name + ".override", Message: overrideNeedsHash})
+		}
+	}
 	for i := range f.Tools {
 		it, ps := s.planTool(ctx, &f.Tools[i], st, pending, cats, schemas, opts, plan.File)
 		plan.Unapplied = append(plan.Unapplied, ps...)
@@ -410,12 +416,26 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 		switch {
 		case !toolstate.Allowed(cur.Status, step):
 			skip("state", fmt.Sprintf("a tool that is %s cannot be %s", cur.Status, ft.State))
+		case ft.DefinitionHash != "" && pinApplies(ft, step == toolstate.Enabled) && !pinIs(ft.DefinitionHash, cur.DefinitionHash):
+			// The file's enable (or override) was decided on another definition: applied,
+			// it would enable the new one unreviewed, undoing what discovery's move out of
+			// enabled is for.
+			skip("state", s.stalePin(ctx, ft, cur.ID, cur.Status, cur.Version, cur.DefinitionHash))
 		case (blocked || toolstate.NeedsOverride(cur.Status, step)) && ft.Override == "":
 			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page, or give override: <reason> in the file", cur.Status))
 		default:
 			to := ft.State
 			if it.via {
 				to += " (enabled, then disabled)"
+			}
+			if ft.State == toolstate.Enabled {
+				// Whether a change upstream before the apply would be caught by the file
+				// itself, or only by this plan's own check (unchanged).
+				if ft.DefinitionHash == "" {
+					to += " (definition v" + cur.Version + " not pinned by the file)"
+				} else {
+					to += " (definition v" + cur.Version + ", as the file pins it)"
+				}
 			}
 			if blocked || toolstate.NeedsOverride(cur.Status, step) {
 				to += ", overriding its findings: " + strconv.Quote(ft.Override)
@@ -475,6 +495,56 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 	return it, not
 }
 
+// overrideNeedsHash says why an override without definition_hash is refused.
+const overrideNeedsHash = "needs definition_hash beside it: an override is a decision about one definition (export the tool again, or copy the hash from the tool's page)"
+
+// pinApplies reports whether ft's definition_hash, when it gives one, must name the
+// tool's current definition for its state to be applied. enables says whether the move
+// enables the tool (a disabled tool never enabled is enabled on its way): the pin holds
+// when the file enables it or gives an override. A disable alone is never refused for
+// it, as the tool page's is not.
+func pinApplies(ft *Tool, enables bool) bool {
+	return enables && (ft.State == toolstate.Enabled || ft.Override != "")
+}
+
+// pinIs reports whether pin, a file's definition_hash, names the definition current:
+// the whole hash, or its start of at least tools.SeenPrefix characters, matched as the
+// tool pages and the API match the hash a person saw (tools' seenIs, unexported).
+func pinIs(pin, current string) bool {
+	return pin == current || len(pin) >= tools.SeenPrefix && strings.HasPrefix(current, pin)
+}
+
+// shortHash is the start of a definition hash people compare by eye.
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12] + "…"
+	}
+	return h
+}
+
+// stalePin says why the state the file gives the tool toolID (status, definition
+// version and hash current) was not applied: its definition_hash names another
+// definition, which it names by version when the tool had it here.
+func (s *Service) stalePin(ctx context.Context, ft *Tool, toolID, status, version, current string) string {
+	pinned := shortHash(ft.DefinitionHash) + " (not a definition this tool has had here)"
+	vs, err := s.reg.ToolVersions(ctx, toolID)
+	if err != nil {
+		pinned = shortHash(ft.DefinitionHash)
+	}
+	if i := slices.IndexFunc(vs, func(v registry.ToolVersion) bool { return pinIs(ft.DefinitionHash, v.DefinitionHash) }); i >= 0 {
+		pinned = fmt.Sprintf("v%d.%d (%s)", vs[i].VersionMajor, vs[i].VersionMinor, shortHash(vs[i].DefinitionHash))
+	} else if v, found, err := s.reg.ToolVersionOf(ctx, toolID, ft.DefinitionHash); err == nil && found {
+		// Older than the newest versions listed (a whole hash only: looked up exactly).
+		pinned = fmt.Sprintf("v%d.%d (%s)", v.VersionMajor, v.VersionMinor, shortHash(v.DefinitionHash))
+	}
+	what := "state " + ft.State
+	if ft.Override != "" {
+		what += " with its override"
+	}
+	return fmt.Sprintf("the file pins definition %s, but the tool's definition is now v%s (%s): %s was not applied, and the tool stays %s. Review the new definition on the tool's page (enable it there if it is safe), then export again",
+		pinned, version, shortHash(current), what, status)
+}
+
 // pendingChanges are the settings the file states for a tool not discovered yet:
 // applying sets them after discovery with no other review, so the plan (and its
 // digest) shows them. Its schema is unknown yet: a value is masked by its name and
@@ -486,7 +556,14 @@ func pendingChanges(ft *Tool) []registry.FieldChange {
 		out = append(out, registry.FieldChange{Field: field, To: to, Secret: secret})
 	}
 	if ft.State != "" {
-		add("state", ft.State, false)
+		state := ft.State
+		switch {
+		case ft.DefinitionHash != "":
+			state += " (definition " + shortHash(ft.DefinitionHash) + " only, as the file pins it)"
+		case ft.State == toolstate.Enabled:
+			state += " (definition not pinned by the file)"
+		}
+		add("state", state, false)
 		if ft.Override != "" {
 			add("override", strconv.Quote(ft.Override)+" (if its findings or a failed test block enabling it)", false)
 		}

@@ -32,6 +32,9 @@ type storedTool struct {
 	// DefinitionHash is the definition the plan was made against: an import enables
 	// only the one its plan saw, as the tool page's enable does (tools.CodeStaleDefinition).
 	DefinitionHash string
+	// Version is the definition's version ("1.2"), for people: what a plan names when
+	// the file pins another definition (or none).
+	Version string
 	// ConfigVersion moves with every save of the tool's settings, never with a
 	// rotation's re-encryption: apply's check tells a changed secret by it.
 	ConfigVersion int
@@ -119,7 +122,7 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 			-- In byte order, as tools.NormalizeTags sorts a file's tags: a libc or ICU
 			-- collation orders read-only and readme the other way (a change every import).
 			COALESCE((SELECT array_agg(g.tag ORDER BY g.tag COLLATE "C") FROM tool_tags g WHERE g.tool_id = t.id), '{}'), t.configuration,
-			t.configuration_version
+			t.configuration_version, t.version_major::text || '.' || t.version_minor::text
 		FROM mcp_tools t JOIN mcp_servers s ON s.id = t.server_id LEFT JOIN tool_categories c ON c.id = t.category_id
 		WHERE t.available`)
 	if err != nil {
@@ -129,7 +132,7 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 		t := &storedTool{Permissions: map[string]bool{}, TestCases: map[string]tools.TestCase{}}
 		var raw []byte
 		if err := rows.Scan(&t.ID, &t.Server, &t.Name, &t.Status, &t.ValidationWorst, &t.DefinitionHash, &t.Override, &t.Risk, &t.TimeoutMS,
-			&t.RateLimit, &t.Category, &t.Tags, &raw, &t.ConfigVersion); err != nil {
+			&t.RateLimit, &t.Category, &t.Tags, &raw, &t.ConfigVersion, &t.Version); err != nil {
 			rows.Close()
 			return fail("tools", err)
 		}
