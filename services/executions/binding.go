@@ -26,8 +26,34 @@ type breach struct {
 	action string // the audit action of the transition it causes
 	reason string // for people: what changed
 	// transient: the router refused a step for a reason that may pass (the tool or its
-	// server disabled for a while): at approval the plan waits instead of being cancelled.
+	// server disabled for a while): at approval the plan waits instead of being cancelled,
+	// and a running phase waits a while before that step (runPhase).
 	transient bool
+	// step is the step the breach is about (nil when it is about the whole record), and
+	// detail the reason without naming it: a message about that very step names it once.
+	step   *Step
+	detail string
+}
+
+// stepLabel names step st as the execution's messages do: a run step by its position
+// and tool; an undo step as one, with the run step it undoes, since its position is the
+// rollback's own and would read as the run step of that number.
+func stepLabel(st Step) string {
+	switch {
+	case st.Phase != PhaseRollback:
+		return fmt.Sprintf("step %d (%s)", st.Position+1, st.Tool)
+	case st.Undoes == nil:
+		return fmt.Sprintf("undo step %d (%s)", st.Position+1, st.Tool)
+	}
+	return fmt.Sprintf("undo step %d (%s, which undoes step %d)", st.Position+1, st.Tool, *st.Undoes+1)
+}
+
+// stepWord is what a phase calls its steps in a message that names one by number.
+func stepWord(phase string) string {
+	if phase == PhaseRollback {
+		return "undo step"
+	}
+	return "step"
 }
 
 // The audit actions of a breach.
@@ -262,7 +288,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 			continue
 		}
 		if st.Position >= len(stored.Steps) {
-			return who, nil, &breach{action: actionHashMismatch, reason: fmt.Sprintf("step %d is not part of the approved plan", st.Position+1)}, nil
+			return who, nil, &breach{action: actionHashMismatch, reason: fmt.Sprintf("%s %d is not part of the approved plan", stepWord(phase), st.Position+1)}, nil
 		}
 		want := stored.Steps[st.Position]
 		if st.Status != StepPending {
@@ -289,8 +315,14 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		} else if msg, err = s.stale(ctx, ref, want); err != nil {
 			return who, nil, nil, err
 		}
+		at := st
 		if msg != "" {
-			return who, nil, &breach{action: actionStale, reason: fmt.Sprintf("step %d: %s", st.Position+1, msg)}, nil
+			// msg names the tool: a run step is named by its number alone, as it always was.
+			where := fmt.Sprintf("step %d", st.Position+1)
+			if phase == PhaseRollback {
+				where = stepLabel(st)
+			}
+			return who, nil, &breach{action: actionStale, reason: where + ": " + msg, step: &at, detail: msg}, nil
 		}
 		if perr != nil {
 			// The tool is the one planned: the router refused the call for another reason.
@@ -298,7 +330,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 			if !errors.As(perr, &re) {
 				return who, nil, nil, perr
 			}
-			b := &breach{action: actionStale, reason: fmt.Sprintf("step %d (%s): %s", st.Position+1, st.Tool, re.Message),
+			b := &breach{action: actionStale, reason: stepLabel(st) + ": " + re.Message, step: &at, detail: re.Message,
 				transient: re.Code == router.CodeToolDisabled}
 			if re.Code == router.CodeForbidden {
 				b.action = actionRequesterGone
@@ -314,7 +346,7 @@ func (s *Service) checkBinding(ctx context.Context, ex *Execution, phase string)
 		return who, nil, nil, err
 	}
 	if !bytes.Equal(h, approved) {
-		return who, nil, &breach{action: actionHashMismatch, reason: mismatch(stored, now)}, nil
+		return who, nil, &breach{action: actionHashMismatch, reason: mismatch(stored, now, stepWord(phase))}, nil
 	}
 	return who, verified, nil, nil
 }
@@ -357,22 +389,23 @@ func (s *Service) stale(ctx context.Context, ref string, want PlannedStep) (stri
 	return "", nil
 }
 
-// mismatch says where what is about to run differs from what was approved.
-func mismatch(approved, now Plan) string {
+// mismatch says where what is about to run differs from what was approved, calling
+// the steps word (stepWord).
+func mismatch(approved, now Plan, word string) string {
 	if len(approved.Steps) != len(now.Steps) {
-		return fmt.Sprintf("the plan has %d steps stored to run, but %d were approved", len(now.Steps), len(approved.Steps))
+		return fmt.Sprintf("the plan has %d %ss stored to run, but %d were approved", len(now.Steps), word, len(approved.Steps))
 	}
 	for i := range now.Steps {
 		a, n := approved.Steps[i], now.Steps[i]
 		switch {
 		case a.ToolID != n.ToolID || a.Tool != n.Tool:
-			return fmt.Sprintf("step %d would run %s, but %s was approved", i+1, n.Tool, a.Tool)
+			return fmt.Sprintf("%s %d would run %s, but %s was approved", word, i+1, n.Tool, a.Tool)
 		case a.ServerIdentity != n.ServerIdentity:
-			return fmt.Sprintf("step %d: the connection settings of server %s (command, environment, URL or credentials) changed since approval", i+1, n.Server)
+			return fmt.Sprintf("%s %d: the connection settings of server %s (command, environment, URL or credentials) changed since approval", word, i+1, n.Server)
 		case !sameJSON(a.Effective, n.Effective):
-			return fmt.Sprintf("step %d (%s): its arguments are not the ones that were approved", i+1, n.Tool)
+			return fmt.Sprintf("%s %d (%s): its arguments are not the ones that were approved", word, i+1, n.Tool)
 		case !sameUndo(a.Undoes, n.Undoes):
-			return fmt.Sprintf("step %d (%s) undoes another step than was approved", i+1, n.Tool)
+			return fmt.Sprintf("%s %d (%s) undoes another step than was approved", word, i+1, n.Tool)
 		}
 	}
 	return "what is about to run is not what was approved"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -439,9 +440,13 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		if err != nil {
 			return err
 		}
+		if b != nil && b.transient {
+			// Nothing about the plan changed (a tool disabled for a moment, its server not
+			// offering it while it restarts): the step waits for it, as for a rate limit.
+			return s.waitTransient(ctx, cur, st, b)
+		}
 		if b != nil {
-			return s.finishWith(context.WithoutCancel(ctx), cur, phase,
-				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, b.reason), b.action)
+			return s.finishWith(context.WithoutCancel(ctx), cur, phase, notRun(st, b), b.action)
 		}
 		// What runs is the step as it was just verified, not as first read.
 		now, ok := verified[st.ID]
@@ -451,8 +456,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		if msg, err := s.staleFile(ctx, cur, now); err != nil {
 			return err
 		} else if msg != "" {
-			return s.finishWith(context.WithoutCancel(ctx), cur, phase,
-				fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, msg), actionStale)
+			return s.finishWith(context.WithoutCancel(ctx), cur, phase, stepLabel(st)+" was not run: "+msg, actionStale)
 		}
 		if failure, err := s.runStep(ctx, cur, now, who); err != nil || failure != "" {
 			if errors.Is(err, errStopped) {
@@ -461,8 +465,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			if sr := (*staleRefused)(nil); errors.As(err, &sr) {
 				// Refused by the router before its tool saw it: the plan is stale, as
 				// when checkBinding finds it so.
-				return s.finishWith(context.WithoutCancel(ctx), cur, phase,
-					fmt.Sprintf("step %d (%s) was not run: %s", st.Position+1, st.Tool, sr.reason), actionStale)
+				return s.finishWith(context.WithoutCancel(ctx), cur, phase, stepLabel(st)+" was not run: "+sr.reason, actionStale)
 			}
 			if err != nil {
 				return err
@@ -475,6 +478,89 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		return err
 	}
 	return s.finish(ctx, cur, phase, "")
+}
+
+// notRun is the failure of a phase that stopped before step st for breach b: st named
+// once, then the breach's reason, which names the step it is about when that is
+// another (a later step's tool changed) and is said without it when that is st.
+func notRun(st Step, b *breach) string {
+	if b.step != nil && b.step.ID == st.ID {
+		return stepLabel(st) + " was not run: " + b.detail
+	}
+	return stepLabel(st) + " was not run: " + b.reason
+}
+
+// transientWait bounds how long a phase waits before step st for a tool the router
+// refuses for a reason that may pass (breach.transient), counted from the first such
+// refusal. No existing timeout fits: a tool's timeout bounds a call, the approval's
+// expiry a plan not yet approved. Ten minutes covers a server's restart and reconnect,
+// or an administrator's brief maintenance, and still ends a rollback that cannot go on
+// while someone is likely still looking.
+const transientWait = 10 * time.Minute
+
+// transientRetry is how often a step waiting for its tool (waitTransient) looks again.
+const transientRetry = 5 * time.Second
+
+// waitingPrefix begins the error of a pending step that waits for its tool, followed by
+// when the wait began (RFC 3339): stored with the step, the deadline holds across a
+// restart and whichever replica picks the snoozed job up. The step's end replaces it.
+const waitingPrefix = "waiting since "
+
+// waitingSince is when pending step st began to wait for its tool (ok false when it
+// does not wait).
+func waitingSince(st Step) (time.Time, bool) {
+	rest, ok := strings.CutPrefix(st.Error, waitingPrefix)
+	if !ok || st.Status != StepPending {
+		return time.Time{}, false
+	}
+	stamp, _, _ := strings.Cut(rest, " ")
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	return t, err == nil
+}
+
+// waitTransient makes pending step st wait for the tool that breach b (transient)
+// found cannot be called now: the step stays pending, noted as waiting and since when,
+// and the *rateLimited returned snoozes its job (the runner forgotten, as waitForLimit
+// does). Past transientWait since the first refusal, the phase fails saying how long it
+// waited for what, audited as the failure it is (failed, rollback_failed), not as a
+// stale plan: nothing about the plan changed.
+func (s *Service) waitTransient(ctx context.Context, ex *Execution, st Step, b *breach) error {
+	bg := context.WithoutCancel(ctx)
+	why, tool := b.reason, st.Tool
+	if b.step != nil {
+		tool = b.step.Tool
+		if b.step.ID == st.ID {
+			why = b.detail
+		}
+	}
+	now := s.opts.Now()
+	since, waiting := waitingSince(st)
+	if !waiting || since.After(now) {
+		since = now
+	}
+	if waited := now.Sub(since); waited >= transientWait {
+		return s.finishWith(bg, ex, st.Phase, fmt.Sprintf("%s was not run: %s could still not be called after Toolwarden waited %s for it: %s",
+			stepLabel(st), tool, waited.Round(time.Second), why), "")
+	}
+	note := storableText(fmt.Sprintf("%s%s for %s to be callable again (at most %s): %s", waitingPrefix,
+		since.UTC().Format(time.RFC3339), tool, transientWait, why), maxStepError)
+	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(bg, `/* executions.step.waiting */ UPDATE tool_calls SET error = $2 WHERE id = $1 AND status = 'pending'`,
+			st.ID, note); err != nil {
+			return fmt.Errorf("executions: note a waiting step: %w", err)
+		}
+		return clearRunner(bg, tx, ex.ID, "")
+	})
+	if err != nil {
+		return err
+	}
+	level := slog.LevelDebug
+	if !waiting {
+		level = slog.LevelInfo
+	}
+	s.log.Log(bg, level, "executions: a step waits for its tool to be callable again", "execution", ex.ID, "phase", st.Phase,
+		"step", st.Position+1, "tool", tool, "since", since, "reason", why)
+	return &rateLimited{wait: transientRetry, why: tool + " to be callable again"}
 }
 
 // runsElsewhere reports whether a step of execution id runs on another replica that
@@ -754,12 +840,20 @@ func putBack(ctx context.Context, tx pgx.Tx, id string) error {
 	return nil
 }
 
-// rateLimited is runStep's answer for a step the router refused for a rate limit: the
-// step is pending again, and its job runs it after wait.
-type rateLimited struct{ wait time.Duration }
+// rateLimited is runStep's answer for a step the router refused for a rate limit (and
+// runPhase's for one whose tool cannot be called for a while: waitTransient): the step
+// is pending again, and its job runs it after wait.
+type rateLimited struct {
+	wait time.Duration
+	why  string // what it waits for ("" a rate limit)
+}
 
 func (r *rateLimited) Error() string {
-	return fmt.Sprintf("executions: a step waits %s for a rate limit", r.wait)
+	why := r.why
+	if why == "" {
+		why = "a rate limit"
+	}
+	return fmt.Sprintf("executions: a step waits %s for %s", r.wait, why)
 }
 
 // waitForLimit puts step st, refused by a limit (reason), back to pending when running
