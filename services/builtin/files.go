@@ -1892,9 +1892,27 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 		if err := w.mkParents(to, tar); err != nil {
 			return err
 		}
-		return fsError(from, far.Rename(from.rel, to.rel))
+		return fsError(from, moveEntry(far, from.rel, to.rel))
 	})
 	return w.done(fmt.Sprintf("renamed %s to %s", from.shown, to.shown), map[string]any{"filePath": from.shown, "newPath": to.shown}, err)
+}
+
+// moveEntry renames from to to in ar. When the two are hard links to one file (a
+// terminal's ln), rename(2) does nothing and succeeds, which would leave from in place
+// after "renamed": the link at from is removed instead, leaving to as the file. The
+// link count tells two names apart from one name spelt twice (a case-only rename on a
+// case-insensitive file system), which must still be renamed.
+func moveEntry(ar *os.Root, from, to string) error {
+	if from != to {
+		ff, ferr := ar.Lstat(from)
+		tf, terr := ar.Lstat(to)
+		if ferr == nil && terr == nil && ff.Mode().IsRegular() && os.SameFile(ff, tf) {
+			if st, ok := ff.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+				return ar.Remove(from)
+			}
+		}
+	}
+	return ar.Rename(from, to)
 }
 
 func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {
