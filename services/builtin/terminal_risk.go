@@ -29,6 +29,16 @@ var commandRules = []struct {
 	{"force-pushes (git push --force)", gitForcePush},
 	{"writes to a device file", deviceWrite},
 	{"builds the command it runs (eval, or a command word made by $(…), `…` or a variable)", builtCommand},
+	// The forms below delete or overwrite more than the line names, or what no undo
+	// brings back. Like the rules above they are a best-effort list of common forms, not
+	// a guarantee: a script, an alias or an interpreter reading its code from a file can
+	// delete without any of them showing.
+	{"deletes what a wildcard matches (rm *)", rmGlob},
+	{"deletes what another command finds or lists (find -delete, find -exec rm, xargs rm)", deletesListed},
+	{"overwrites or cuts a file's content (shred, truncate)", shredOrTruncate},
+	{"erases a disk's signatures or blocks (wipefs -a, blkdiscard)", diskErase},
+	{"discards git work no undo restores (git reset --hard, git clean)", gitDiscard},
+	{"deletes files from code given on the command line (python -c … rmtree, perl -e … unlink)", interpreterDelete},
 }
 
 // shellWord is a shell a pipe feeds, after any wrappers that run their arguments as a
@@ -298,14 +308,21 @@ func longOption(a string, opts ...string) bool {
 }
 
 // commandArgs calls f with the words after each use of the command named name (or a path
-// ending in /name) in cmd, until f returns true.
+// ending in /name) in cmd, up to the next use in the same command or its end, until f
+// returns true. Stopping at the next use keeps the cost linear: each word is given to f
+// once, not once for every use before it (a line of 30,000 "rm" took seconds).
 func commandArgs(cmd, name string, f func(args []string) bool) bool {
 	for _, seg := range segments.Split(cmd, -1) {
 		w := strings.Fields(seg)
-		for i, c := range w {
-			if (c == name || strings.HasSuffix(c, "/"+name)) && f(w[i+1:]) {
+		start := -1
+		for i := 0; i <= len(w); i++ {
+			if i < len(w) && !isCommand(w[i], name) {
+				continue
+			}
+			if start >= 0 && f(w[start+1:i]) {
 				return true
 			}
+			start = i
 		}
 	}
 	return false
@@ -362,6 +379,163 @@ func gitForcePush(cmd string) bool {
 		}
 		return false
 	})
+}
+
+// isCommand reports whether word names one of the commands, by name or by a path
+// ending in it (/usr/bin/shred).
+func isCommand(word string, names ...string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return word == n || strings.HasSuffix(word, "/"+n) })
+}
+
+// deleters are commands that delete or destroy the files they are given; a find -exec
+// or an xargs running one deletes files the command line does not name.
+var deleters = []string{"rm", "unlink", "shred", "truncate", "wipefs", "blkdiscard"}
+
+// rmGlob finds an rm given a wildcard (*, ?, […]): the files it deletes are whatever
+// matches when it runs, which the line does not show (rm *, rm -- *.log, rm ~/x/*).
+func rmGlob(cmd string) bool {
+	return commandArgs(cmd, "rm", func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			open := strings.IndexByte(a, '[')
+			return strings.ContainsAny(a, "*?") || open >= 0 && strings.IndexByte(a[open:], ']') > 0
+		})
+	})
+}
+
+// deletesListed finds a find given -delete, or -exec, -execdir, -ok or -okdir with a
+// deleter among the words after it (find . -exec rm {} +, -exec sudo /bin/rm {} ;), and
+// an xargs with one after it (xargs -0 rm -f): both delete files another command finds.
+func deletesListed(cmd string) bool {
+	if commandArgs(cmd, "xargs", func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return isCommand(a, deleters...) })
+	}) {
+		return true
+	}
+	return commandArgs(cmd, "find", func(args []string) bool {
+		for i, a := range args {
+			switch a {
+			case "-delete":
+				return true
+			case "-exec", "-execdir", "-ok", "-okdir":
+				if slices.ContainsFunc(args[i+1:], func(a string) bool { return isCommand(a, deleters...) }) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
+
+// shredOrTruncate finds a shred given any word (it overwrites each file named, and
+// with -u deletes it; shred alone or shred --help does nothing), and a truncate given a
+// size or a reference (-s0, -s 0, --size=0, -r f), which it needs to change a file.
+func shredOrTruncate(cmd string) bool {
+	if commandArgs(cmd, "shred", func(args []string) bool { return len(args) > 0 && !longOption(args[0], "--help", "--version") }) {
+		return true
+	}
+	return commandArgs(cmd, "truncate", func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			if strings.HasPrefix(a, "--") {
+				return longOption(a, "--size", "--reference")
+			}
+			return strings.HasPrefix(a, "-") && strings.ContainsAny(a, "sr")
+		})
+	})
+}
+
+// diskErase finds a wipefs that erases (-a, --all, -o, --offset, or a cluster holding
+// one; without them it only lists signatures) and a blkdiscard given a device.
+func diskErase(cmd string) bool {
+	if commandArgs(cmd, "blkdiscard", func(args []string) bool { return len(args) > 0 && !longOption(args[0], "--help", "--version") }) {
+		return true
+	}
+	return commandArgs(cmd, "wipefs", func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			if strings.HasPrefix(a, "--") {
+				return longOption(a, "--all", "--offset")
+			}
+			return strings.HasPrefix(a, "-") && strings.ContainsAny(a, "ao")
+		})
+	})
+}
+
+// gitDiscard finds a git reset given --hard (any prefix git takes: --har) and a git
+// clean that is not a dry run (-n, --dry-run): clean deletes untracked files, which git
+// keeps no copy of, and refuses to without -f only while clean.requireForce is left on.
+func gitDiscard(cmd string) bool {
+	return commandArgs(cmd, "git", func(args []string) bool {
+		sub := gitSubcommand(args)
+		if sub < 0 {
+			return false
+		}
+		after := args[sub+1:]
+		switch args[sub] {
+		case "reset":
+			return slices.ContainsFunc(after, func(a string) bool { return strings.HasPrefix(a, "--") && longOption(a, "--hard") })
+		case "clean":
+			return !slices.ContainsFunc(after, func(a string) bool {
+				if strings.HasPrefix(a, "--") {
+					return longOption(a, "--dry-run")
+				}
+				return strings.HasPrefix(a, "-") && strings.Contains(a, "n")
+			})
+		}
+		return false
+	})
+}
+
+// gitSubcommand is the index of git's subcommand in its words: the first past git's own
+// options (-C dir, -c name=value, --git-dir=…), so that git commit -m clean is no clean;
+// -1 when there is none.
+func gitSubcommand(args []string) int {
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-C" || a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace" || a == "--config-env":
+			i++
+		case !strings.HasPrefix(a, "-"):
+			return i
+		}
+	}
+	return -1
+}
+
+var (
+	// interpreter is a language's interpreter as a word (by any path, any version:
+	// python3.12, /usr/bin/perl), followed by the rest of the text.
+	interpreter = regexp.MustCompile(`(?:^|[\s;&|(\x60])(?:\S*/)?(?:(?:python|pypy|perl|ruby|php)[0-9.]*|node|nodejs|deno|bun)(?:\s|$)`)
+	// inlineCode is what gives an interpreter its code on the command line or on its
+	// input rather than in a file: an option cluster holding -c, -e, -E, -p or -r (code,
+	// perl -ne, node -p, php -r; ruby's -r and perl's -p count too, which only raises the
+	// level), --eval and --print, or a here-document.
+	inlineCode = regexp.MustCompile(`\s(-[A-Za-z]*[ceEpr]|--eval\b|--print\b)|<<`)
+	// deleteCall is a library call that deletes a file or a tree, in the languages above:
+	// Python's shutil.rmtree, os.remove, os.unlink, os.rmdir, Path.unlink; Perl's unlink,
+	// rmtree, remove_tree; Ruby's FileUtils.rm_rf, File.delete; Node's fs.rm, rmSync,
+	// unlinkSync; PHP's unlink; and truncating calls.
+	deleteCall = regexp.MustCompile(`\b(rmtree|remove_tree|removedirs|remove|unlink(Sync)?|rmdir(Sync)?|rm_rf?|rm_f|rmSync|rimraf|truncate)\b|\brm\s*\(|\b(File|Dir|FileUtils)\.(delete|rm)\b`)
+)
+
+// interpreterDelete finds an interpreter given its code inline (python3 -c, perl -e,
+// node -e, ruby -e, php -r, or a here-document) where the code after it makes a call
+// that deletes files, or fed its code by a pipe (echo … | python3) where the text before
+// it does. The code is read as text, so a call in quotes counts as well as a bare one.
+func interpreterDelete(cmd string) bool {
+	del := deleteCall.FindStringIndex(cmd)
+	if del == nil {
+		return false
+	}
+	locs := interpreter.FindAllStringIndex(cmd, -1)
+	// The text after the first interpreter holds what follows every later one, so it
+	// alone is searched: a line of many interpreters costs no more than one.
+	if len(locs) > 0 && inlineCode.MatchString(cmd[locs[0][0]:]) && deleteCall.MatchString(cmd[locs[0][0]:]) {
+		return true
+	}
+	for _, loc := range locs {
+		if loc[0] >= del[1] && strings.HasSuffix(strings.TrimRight(cmd[:loc[0]+1], " \t"), "|") {
+			return true
+		}
+	}
+	return false
 }
 
 // harmlessDevices may be written to.

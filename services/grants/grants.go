@@ -263,6 +263,9 @@ func (s *Service) Use(ctx context.Context, conversation, operation, target strin
 		user, callID = audit.Caller(m.ActorKind, m.UserID, m.UserName, m.TokenID), m.CallID
 	}
 	err = db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+		// The subselect locks below its LIMIT: a grant another call consumed while this
+		// one waited on it fails the recheck and the next usable one is taken, so a
+		// one-time grant left is used, not missed (TestUseConcurrentOneTimeGrants).
 		g, err := scanGrant(tx.QueryRow(ctx, `/* grants.Allow */ UPDATE grants SET uses = uses + 1,
 				consumed_at = CASE WHEN one_time THEN `+dbNow(4)+` ELSE consumed_at END
 			WHERE id = (SELECT id FROM grants WHERE `+usableFor+`
