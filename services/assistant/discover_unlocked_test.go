@@ -1,15 +1,8 @@
 package assistant_test
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,44 +13,6 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
-// gatedProxy passes an MCP server's traffic through, except that while hold is set a
-// tools/list waits until release is closed (or its client gives up), then passes.
-type gatedProxy struct {
-	hold    atomic.Bool
-	arrived chan struct{}
-	release chan struct{}
-}
-
-func startGatedProxy(t *testing.T, upstream string, gp *gatedProxy) string {
-	target, err := url.Parse(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
-	rp.FlushInterval = -1
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if gp.hold.Load() && bytes.Contains(body, []byte(`"tools/list"`)) {
-			select {
-			case gp.arrived <- struct{}{}:
-			default:
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-gp.release:
-			}
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() {
-		srv.CloseClientConnections() // the client's event stream
-		srv.Close()
-	})
-	return srv.URL + target.Path
-}
-
 // "discover the tools on X" runs the discovery before the conversation is locked, as a
 // refresh does: mcpclient gives a discovery ten minutes, and the person's next message
 // in the same conversation is answered meanwhile, not left waiting on the row lock (nor
@@ -65,9 +20,9 @@ func startGatedProxy(t *testing.T, upstream string, gp *gatedProxy) string {
 func TestDiscoverOneUnlocked(t *testing.T) {
 	t.Parallel()
 	a := apptest.Start(t, nil)
-	gp := &gatedProxy{arrived: make(chan struct{}, 1), release: make(chan struct{})}
+	gp := &holdingProxy{arrived: make(chan struct{}, 1), release: make(chan struct{})}
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "slow"})
-	a.RegisterServer(t, registry.Spec{Name: "slow", Type: registry.TypeStreamableHTTP, URL: startGatedProxy(t, hs.URL(), gp), Enabled: true})
+	a.RegisterServer(t, registry.Spec{Name: "slow", Type: registry.TypeStreamableHTTP, URL: startHoldingProxy(t, hs.URL(), gp), Enabled: true})
 	a.Settled(t, toolname.Join("slow", "echo"))
 	released := false
 	defer func() {

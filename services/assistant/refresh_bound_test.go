@@ -63,10 +63,12 @@ func TestRefreshTooManyServersRefused(t *testing.T) {
 
 // holdingProxy passes an MCP server's traffic through, except that while hold is set
 // it keeps each tools/list until its client gives up (or 20 s): an upstream that
-// connected and then stalls.
+// connected and then stalls. With release set, a tools/list kept until release is
+// closed then passes.
 type holdingProxy struct {
 	hold    atomic.Bool
 	arrived chan struct{}
+	release chan struct{}
 }
 
 func startHoldingProxy(t *testing.T, upstream string, hp *holdingProxy) string {
@@ -86,9 +88,11 @@ func startHoldingProxy(t *testing.T, upstream string, hp *holdingProxy) string {
 			}
 			select {
 			case <-r.Context().Done():
+				return
 			case <-time.After(20 * time.Second):
+				return
+			case <-hp.release: // nil (never) unless the test releases it
 			}
-			return
 		}
 		rp.ServeHTTP(w, r)
 	}))
