@@ -7,21 +7,28 @@
 // The policy is enforced where connections are made: Dialer checks the host name
 // before resolving it, and the address actually dialled in the dialer's Control
 // function, after resolution, so a name that resolves to a denied address (DNS
-// rebinding included) is refused too. CheckURL applies the same rules to a URL at
-// registration, without resolving names.
+// rebinding included) is refused too. Through a forward proxy (HTTP_PROXY) the dialer
+// only sees the proxy's address: Proxy then checks the request's host, resolving it
+// here, before the request goes to the proxy. CheckURL applies the same rules to a URL
+// at registration, without resolving names.
 package egress
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/net/http/httpproxy"
 )
 
 // MetadataPrefixes are the cloud metadata addresses denied by default: AWS, GCP, Azure
@@ -50,6 +57,9 @@ type Policy struct {
 	// that resolves to it.
 	allowedMetadata      []netip.Prefix
 	allowedMetadataHosts []string
+
+	// lookup resolves a proxied request's host (tests); nil, net.DefaultResolver's.
+	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
 // Parse builds a policy from comma-separated lists of CIDRs, addresses and host names
@@ -161,9 +171,33 @@ func netMatch(rules []netip.Prefix, addrs ...netip.Addr) bool {
 	return false
 }
 
-// nat64 is the well-known NAT64 prefix (RFC 6052): where a NAT64 gateway serves it, an
-// address in it reaches the IPv4 address in its last 32 bits.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+// The NAT64 prefixes: where a NAT64 gateway serves one, an address in it reaches the
+// IPv4 address it embeds (RFC 6052). The well-known prefix is used as a /96 only; the
+// local-use prefix (RFC 8215) may be used at any RFC 6052 length from /48 to /96.
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// nat64Reached returns the IPv4 addresses a NAT64 address may reach, or nil. Which
+// length a network uses the local-use prefix at is not known here, so an address in it
+// reaches the IPv4 address embedded at each (RFC 6052, section 2.2): the octet at bits
+// 64-71 (u) is never part of it.
+func nat64Reached(a netip.Addr) []netip.Addr {
+	b := a.As16()
+	switch {
+	case nat64.Contains(a):
+		return []netip.Addr{netip.AddrFrom4([4]byte(b[12:]))}
+	case nat64Local.Contains(a):
+		return []netip.Addr{
+			netip.AddrFrom4([4]byte{b[6], b[7], b[9], b[10]}),  // /48: bits 48-63 and 72-87
+			netip.AddrFrom4([4]byte{b[7], b[9], b[10], b[11]}), // /56: bits 56-63 and 72-95
+			netip.AddrFrom4([4]byte(b[9:13])),                  // /64: bits 72-103
+			netip.AddrFrom4([4]byte(b[12:])),                   // /96: bits 96-127
+		}
+	}
+	return nil
+}
 
 // hostVerdict is what the rules say of a host name before it is resolved: an error
 // when it is denied, and whether an allow rule names it (then its addresses need only
@@ -199,11 +233,7 @@ func (p *Policy) checkAddr(a netip.Addr, allowedByName bool) error {
 	// A NAT64 address is denied when the IPv4 address it reaches is; only a rule naming
 	// the NAT64 address itself allows it (an IPv4 rule allows that address, not every
 	// route to it).
-	reached := []netip.Addr{a}
-	if nat64.Contains(a) {
-		b := a.As16()
-		reached = append(reached, netip.AddrFrom4([4]byte(b[12:])))
-	}
+	reached := append([]netip.Addr{a}, nat64Reached(a)...)
 	for _, r := range reached {
 		if netMatch(MetadataPrefixes, r) && !netMatch(p.allowedMetadata, r) {
 			return &Error{Target: a.String(), Why: "it is a cloud metadata address"}
@@ -266,12 +296,8 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 				return &Error{Target: addr, Why: "not an address"}
 			}
 			err = p.checkAddr(ap.Addr(), byName)
-			var e *Error
-			if named && errors.As(err, &e) {
-				// The refusal names the host as given, not the address it resolved to:
-				// whoever may test a URL would otherwise learn what names inside a
-				// denied range resolve to.
-				return &Error{Target: strings.ToLower(host), Why: "an address it resolves to " + strings.TrimPrefix(e.Why, "it ")}
+			if named {
+				return namedRefusal(host, err)
 			}
 			return err
 		}}
@@ -281,4 +307,110 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 		return nil, &net.OpError{Op: "dial", Net: network, Err: e} // net's error would name the address
 	}
 	return c, err
+}
+
+// namedRefusal is err, a refusal of an address host resolves to, as a refusal of host:
+// it names the host as given, not the address, since whoever may test a URL would
+// otherwise learn what names inside a denied range resolve to.
+func namedRefusal(host string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return &Error{Target: strings.ToLower(host), Why: "an address it resolves to " + strings.TrimPrefix(e.Why, "it ")}
+	}
+	return err
+}
+
+// resolveTimeout bounds the lookup of a proxied request's host.
+const resolveTimeout = 10 * time.Second
+
+// Transport is a clone of http.DefaultTransport whose every connection goes through
+// the policy: DialContext, and Proxy for the proxy the environment names now
+// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment reads them). When
+// the environment names a proxy, log gets a warning, once per process.
+func (p *Policy) Transport(log *slog.Logger) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	env := httpproxy.FromEnvironment()
+	t.Proxy = p.Proxy(env)
+	t.DialContext = p.DialContext
+	p.warnProxy(log, env)
+	return t
+}
+
+// Proxy is an http.Transport's Proxy function for the proxy settings env. The
+// connection to a proxy is to the proxy's address, all the dialer checks; so a request
+// that goes through one is checked here first, as DialContext would check it: its host
+// name, then a literal address or each address the name resolves to here. A request
+// that goes direct (no proxy, NO_PROXY) is left to DialContext.
+//
+// A name that does not resolve here (the proxy may resolve names this host cannot) goes
+// through only when the metadata denial is the only rule its addresses would be checked
+// against (no CIDR of --egress-deny, and --egress-allow unset or naming the host):
+// refusing it would stop every proxied server where only the proxy resolves names, and
+// the metadata host names are still refused by name. Where the admin set network rules,
+// an unchecked address is refused.
+func (p *Policy) Proxy(env *httpproxy.Config) func(*http.Request) (*url.URL, error) {
+	choose := env.ProxyFunc()
+	return func(req *http.Request) (*url.URL, error) {
+		proxy, err := choose(req.URL)
+		if proxy == nil || err != nil {
+			return proxy, err
+		}
+		if err := p.checkProxied(req.Context(), req.URL.Hostname()); err != nil {
+			var e *Error
+			if errors.As(err, &e) {
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: e} // as DialContext's refusal reads
+			}
+			return nil, err
+		}
+		return proxy, nil
+	}
+}
+
+// checkProxied applies the policy to the host of a request sent through a proxy.
+func (p *Policy) checkProxied(ctx context.Context, host string) error {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.checkAddr(a, false)
+	}
+	byName, err := p.hostVerdict(host)
+	if err != nil {
+		return err
+	}
+	lookup := net.DefaultResolver.LookupNetIP
+	if p != nil && p.lookup != nil {
+		lookup = p.lookup
+	}
+	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	addrs, err := lookup(rctx, "ip", host)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if err != nil || len(addrs) == 0 {
+		if p == nil || len(p.denyNets) == 0 && (byName || len(p.allowNets)+len(p.allowHosts) == 0) {
+			return nil
+		}
+		return &Error{Target: strings.ToLower(host), Why: "its addresses cannot be checked: it does not resolve here, and the proxy the request would go through (HTTP_PROXY, HTTPS_PROXY) resolves it itself"}
+	}
+	for _, a := range addrs {
+		if err := namedRefusal(host, p.checkAddr(a, byName)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// proxyWarned makes warnProxy's warning once per process.
+var proxyWarned atomic.Bool
+
+// warnProxy logs, once, that requests go through a proxy, so that the policy relies on
+// names resolving here as they do at the proxy.
+func (p *Policy) warnProxy(log *slog.Logger, env *httpproxy.Config) {
+	if log == nil || env.HTTPProxy == "" && env.HTTPSProxy == "" || proxyWarned.Swap(true) {
+		return
+	}
+	log.Warn("egress: HTTP_PROXY/HTTPS_PROXY is set: the egress policy checks a proxied request's host by resolving it here, "+
+		"and the proxy resolves it again itself (a name that resolves differently there escapes the check); "+
+		"a name that does not resolve here is refused when --egress-deny or --egress-allow names networks, "+
+		"and let through otherwise, its addresses unchecked",
+		"http_proxy", env.HTTPProxy != "", "https_proxy", env.HTTPSProxy != "", "no_proxy", env.NoProxy)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -242,5 +243,54 @@ func TestMetadataLiftedOnlyForWhatIsNamed(t *testing.T) {
 	// The host name lifts the name, not the metadata address it resolves to.
 	if err := gcp.checkAddr(netip.MustParseAddr("169.254.169.254"), true); err == nil || !strings.Contains(err.Error(), "metadata") {
 		t.Errorf("a metadata address reached through an allowed metadata host: %v, want refused", err)
+	}
+}
+
+// The local-use NAT64 prefix (RFC 8215, 64:ff9b:1::/48) may be used at any RFC 6052
+// length from /48 to /96: an address in it is refused when the IPv4 address it embeds
+// at any of them is. The vectors are RFC 6052's (section 2.4) for 192.0.2.33, moved
+// into the local-use prefix.
+func TestNAT64LocalUsePrefix(t *testing.T) {
+	t.Parallel()
+	target := netip.MustParseAddr("192.0.2.33")
+	vectors := map[string]string{
+		"/48": "64:ff9b:1:c000:2:2100::",
+		"/56": "64:ff9b:1:3c0:0:221::",
+		"/64": "64:ff9b:1:344:c0:2:2100:0",
+		"/96": "64:ff9b:1:344::192.0.2.33",
+	}
+	denied, err := Parse("", "192.0.2.33")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pl, v := range vectors {
+		a := netip.MustParseAddr(v)
+		if !slices.Contains(nat64Reached(a), target) {
+			t.Errorf("%s vector %s: reaches %v, want %s among them", pl, v, nat64Reached(a), target)
+		}
+		if got := denied.CheckURL("http://[" + v + "]/"); !strings.Contains(got, "deny list") {
+			t.Errorf("%s vector %s with 192.0.2.33 denied: %q, want refused", pl, v, got)
+		}
+	}
+	for _, tc := range []struct {
+		p      *Policy
+		url    string
+		refuse string
+	}{
+		// 169.254.169.254 at /96 (the reviewer's) and at /48 (bits 48-63, u, bits 72-87).
+		{nil, "http://[64:ff9b:1::a9fe:a9fe]/", "metadata"},
+		{nil, "http://[64:ff9b:1:a9fe:a9:fe00::]/", "metadata"},
+		{nil, "http://[64:ff9b:1:ffff::a9fe:a9fe]/", "metadata"},
+		// 8.8.8.8 at /48; nothing denied.
+		{nil, "http://[64:ff9b:1:808:8:800::]/", ""},
+		{denied, "http://[64:ff9b:1:808:8:800::]/", ""},
+		// Outside both NAT64 prefixes nothing is embedded.
+		{denied, "http://[2001:db8:122:c000:2:2100::]/", ""},
+		{denied, "http://[64:ff9b:2::c000:221]/", ""},
+	} {
+		got := tc.p.CheckURL(tc.url)
+		if tc.refuse == "" && got != "" || tc.refuse != "" && !strings.Contains(got, tc.refuse) {
+			t.Errorf("CheckURL(%s) = %q, want %q", tc.url, got, tc.refuse)
+		}
 	}
 }

@@ -97,9 +97,9 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		ep := &endpoint{}
 		if tpl.Transport == nil {
 			// Every connection of the template's requests, redirects included, goes
-			// through the egress policy (docs/security.md, Egress).
-			ep.tplHTTP = http.DefaultTransport.(*http.Transport).Clone()
-			ep.tplHTTP.DialContext = eg.DialContext
+			// through the egress policy, and so does the host of a request sent through
+			// a proxy of the environment (docs/security.md, Egress).
+			ep.tplHTTP = eg.Transport(lim.log)
 			tpl.Transport = ep.tplHTTP
 		}
 		// Marked as a stdio server is, so that what a command leaves outside its group
@@ -138,13 +138,13 @@ func newEndpoint(c registry.Connection, inherit map[string]string, conf *confine
 		return &endpoint{transport: &commandTransport{cmd: cmd, terminate: 2 * time.Second, lim: lim},
 			cmd: cmd, stderr: stderr}, nil
 	case registry.TypeSSE, registry.TypeStreamableHTTP:
-		base := http.DefaultTransport.(*http.Transport).Clone()
+		// Every connection, redirects included, goes through the egress policy, which
+		// checks the address dialled after DNS resolution, or the request's host before
+		// it goes to a proxy of the environment (docs/security.md, Egress).
+		base := eg.Transport(lim.log)
 		// Every concurrent call is a request to this one server; the default of two idle
 		// connections would dial (and close) a connection for most of them under load.
 		base.MaxIdleConnsPerHost = 128
-		// Every connection, redirects included, goes through the egress policy, which
-		// checks the address dialled after DNS resolution (docs/security.md, Egress).
-		base.DialContext = eg.DialContext
 		u, err := url.Parse(c.URL)
 		if err != nil {
 			return nil, fmt.Errorf("mcpclient: server URL: %w", err)
