@@ -308,21 +308,29 @@ func longOption(a string, opts ...string) bool {
 }
 
 // commandArgs calls f with the words after each use of the command named name (or a path
-// ending in /name) in cmd, up to the next use in the same command or its end, until f
-// returns true. Stopping at the next use keeps the cost linear: each word is given to f
-// once, not once for every use before it (a line of 30,000 "rm" took seconds).
+// ending in /name) in cmd, until f returns true. The first fullUses uses of a command
+// get the rest of their command; the later ones get the words up to the next use: that
+// keeps the cost linear (a line of 30,000 "rm" gave each use every word after it), and
+// a word that only ends in /name (a branch refs/heads/git) cannot hide a flag after it
+// from the command that runs, which comes first.
 func commandArgs(cmd, name string, f func(args []string) bool) bool {
+	const fullUses = 8
 	for _, seg := range segments.Split(cmd, -1) {
 		w := strings.Fields(seg)
-		start := -1
-		for i := 0; i <= len(w); i++ {
-			if i < len(w) && !isCommand(w[i], name) {
-				continue
+		var uses []int
+		for i, c := range w {
+			if isCommand(c, name) {
+				uses = append(uses, i)
 			}
-			if start >= 0 && f(w[start+1:i]) {
+		}
+		for n, i := range uses {
+			end := len(w)
+			if n >= fullUses && n+1 < len(uses) {
+				end = uses[n+1]
+			}
+			if f(w[i+1 : end]) {
 				return true
 			}
-			start = i
 		}
 	}
 	return false

@@ -136,9 +136,10 @@ func TestCommandArgsLinear(t *testing.T) {
 		cmd  string
 		want int // the words given to f in all
 	}{
-		{strings.Repeat("rm ", n), 0},
-		{strings.Repeat("rm x ", n), n},
-		{"sudo " + strings.Repeat("/bin/rm -v x ", n) + "; rm -f y", 2*n + 2},
+		// The first 8 uses get the rest of their command, the others up to the next use.
+		{strings.Repeat("rm ", n), (n - 1) + (n - 2) + (n - 3) + (n - 4) + (n - 5) + (n - 6) + (n - 7) + (n - 8)},
+		{strings.Repeat("rm x ", n), 8*(2*n-1) - 2*(0+1+2+3+4+5+6+7) + (n - 8)},
+		{"sudo " + strings.Repeat("/bin/rm -v x ", n) + "; rm -f y", 8*(3*n-1) - 3*(0+1+2+3+4+5+6+7) + 2*(n-8) + 2},
 	} {
 		got := 0
 		commandArgs(tc.cmd, "rm", func(args []string) bool { got += len(args); return false })
@@ -149,5 +150,12 @@ func TestCommandArgsLinear(t *testing.T) {
 	// A flag is still found whichever use it follows.
 	if !rmRecursive("rm x rm y -r") || !rmRecursive("rm -r x rm y") {
 		t.Error("rm -r after a second rm was missed")
+	}
+	// A word ending in /git after the git that runs does not hide the force from it.
+	for _, c := range []string{"git push origin HEAD:refs/heads/git -f", "git push git@github.com:me/git main --force",
+		"git push origin +main:refs/heads/git"} {
+		if !gitForcePush(c) {
+			t.Errorf("%q: not seen as a force push", c)
+		}
 	}
 }
