@@ -88,6 +88,13 @@ const (
 	closeSessionEnded   = 4401
 )
 
+// closeRoleChanged is the reason of the 1012 a role change closes a socket with
+// (recheck); a shutdown's says "restarting". app.js tells the two apart by it (keep them
+// in step): after a restart the page reconnects and resumes, but after a role change
+// what it shows is what the old role saw, and the topics the new one lost would only be
+// dropped from its next subscription, so it reloads (or says it is out of date).
+const closeRoleChanged = "permissions changed; resubscribe"
+
 // ApprovalsTopic is another name for executions.Topic (DESIGN §6 names it): the plans
 // that wait for approval, the inbox and its count in the navigation.
 const ApprovalsTopic = "approvals"
@@ -915,8 +922,9 @@ func (h *hub) recheckEvery() time.Duration {
 
 // recheck re-reads the caller's session and role. A session that ended closes the
 // socket for good (4401: the page goes to sign-in); a role that no longer allows one of
-// the topics closes it with 1012, so the page reconnects and subscribes again, and the
-// server grants only what the new role allows. It returns the refreshed principal.
+// the topics closes it with 1012 (closeRoleChanged), so a client subscribes again and
+// the server grants only what the new role allows, and the page reloads (app.js). It
+// returns the refreshed principal.
 // When the database cannot answer, the person is not signed out: a strict check (the
 // first, and the one before an event about the caller, which must not go out
 // unchecked) closes the socket with 1013, so the page reconnects and its handshake
@@ -946,7 +954,7 @@ func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Princip
 	np.User.Role = role
 	for _, t := range topics {
 		if !h.live.MayFollow(&np, t) {
-			h.closeWith(conn, closeServiceRestart, "permissions changed; resubscribe")
+			h.closeWith(conn, closeServiceRestart, closeRoleChanged)
 			return p, false
 		}
 	}
@@ -971,15 +979,29 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	if err != nil {
 		return nil, false, 0, err
 	}
-	defer func() {
-		evs = slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID > bound })
-	}()
+	evs, tooMany, err = h.replayThrough(ctx, last, bound, topics, subscribed, sampled, sessionsOnlyForCheck, userID)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	return evs, tooMany, bound, nil
+}
+
+// replayThrough is replayOf's reads, of the events after last up to bound alone. Only
+// those count towards wsMaxReplay: the events committed after bound arrive live, and
+// counting them told a page that missed a few less than wsMaxReplay during a busy moment
+// to reload. A read cut at wsMaxReplay+1 that reaches past bound holds every event up
+// to bound (the reads are in id order), so the count of those is the replay's.
+func (h *hub) replayThrough(ctx context.Context, last, bound int64, topics, subscribed, sampled []string,
+	sessionsOnlyForCheck bool, userID string) (evs []events.Event, tooMany bool, err error) {
+	through := func(evs []events.Event) []events.Event {
+		return slices.DeleteFunc(evs, func(ev events.Event) bool { return ev.ID > bound })
+	}
 	for _, t := range sampled {
 		newest, err := h.deps.Events.Newest(ctx, last, t, wsSampleKeep)
 		if err != nil {
-			return nil, false, 0, err
+			return nil, false, err
 		}
-		evs = append(evs, newest...)
+		evs = append(evs, through(newest)...)
 	}
 	read := subscribed
 	if sessionsOnlyForCheck {
@@ -990,21 +1012,23 @@ func (h *hub) replayOf(ctx context.Context, last int64, topics, subscribed, samp
 	if len(read) > 0 { // none: Since would read every topic
 		more, err := h.deps.Events.Since(ctx, last, read, wsMaxReplay+1)
 		if err != nil {
-			return nil, false, 0, err
+			return nil, false, err
 		}
+		more = through(more)
 		counted += len(more)
 		evs = append(evs, more...)
 	}
 	if sessionsOnlyForCheck {
 		mine, err := h.deps.Events.SinceAbout(ctx, last, userID, wsMaxReplay+1)
 		if err != nil {
-			return nil, false, 0, err
+			return nil, false, err
 		}
+		mine = through(mine)
 		counted += len(mine)
 		evs = append(evs, mine...)
 	}
 	slices.SortFunc(evs, func(a, b events.Event) int { return cmp.Compare(a.ID, b.ID) })
-	return evs, counted > wsMaxReplay, bound, nil
+	return evs, counted > wsMaxReplay, nil
 }
 
 // prunable reports whether the retention may delete events of topic t: all but an

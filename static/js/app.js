@@ -590,6 +590,8 @@
     // another tab) back here. Not while this page is being left: a form whose answer
     // renews the session (the password change) would be cut off before its cookie.
     if (code === 4401 && !leaving) signIn();
+    // 1012 after a role change, not a restart (its reason says so): see roleChanged.
+    if (code === 1012 && ev.reason === roleChangedReason && !leaving) roleChanged();
     // Only an open socket hears 4401. A handshake the server refused because the session
     // ended (it expired while the computer slept and the socket was down) closes with
     // 1006, like a server that is down, and the ws extension retries 1006 forever: the
@@ -598,6 +600,67 @@
   });
   // The close codes the ws extension reconnects after (htmx-ext-ws 2.0.4, onclose).
   var retriedCloses = [1006, 1011, 1012, 1013];
+  // The server closes with 1012 when it restarts and when the person's role changed and
+  // no longer allows one of the page's topics, the latter with this reason (web/ws.go,
+  // closeRoleChanged: keep them in step). After a restart the page resumes; after a role
+  // change it shows what the old role saw, and the ws extension's reconnect would only
+  // have the lost topics dropped without a word: "Live" over parts that never update.
+  // So the page loads again, as the new role sees it, unless that would lose something:
+  // then it says it is out of date, with a Reload link (the badge reads "Out of date"),
+  // and the socket goes on with what the new role may follow. It is loaded with a GET of
+  // its address, not reload(): a page that answered a form's POST would post it again.
+  var roleChangedReason = "permissions changed; resubscribe";
+  function roleChanged() {
+    if (!wouldLose()) {
+      window.location.replace(location.pathname + location.search);
+      return;
+    }
+    var box = document.getElementById("toasts");
+    if (!box || box.querySelector("[data-role-changed]")) return;
+    var t = document.createElement("div");
+    t.className = "toast error";
+    t.setAttribute("role", "alert");
+    t.dataset.testid = "toast";
+    t.dataset.liveStale = "";
+    t.dataset.roleChanged = "";
+    var reload = document.createElement("a");
+    reload.href = location.href;
+    reload.textContent = "Reload";
+    reload.dataset.testid = "role-changed-reload";
+    t.appendChild(document.createTextNode("Your role changed: parts of this page no longer update. "));
+    t.appendChild(reload);
+    t.appendChild(document.createTextNode(" to see it as your new role does (what you typed here is not kept)."));
+    t.dataset.message = t.textContent;
+    box.appendChild(t);
+    scheduleToasts(box);
+  }
+  // wouldLose reports whether loading the page again would lose something: a value shown
+  // once (a new token, a reset password), a form the server sent back with its errors
+  // (what was typed is in it), or something typed or chosen since (typedInput).
+  function wouldLose() {
+    return !!document.querySelector("dialog[data-open-on-load][open], [aria-invalid=true]") || typedInput();
+  }
+  // typedInput reports whether a field on the page holds something the person typed or
+  // chose (its value is not the one the page came with).
+  function typedInput() {
+    return Array.prototype.some.call(document.querySelectorAll("input, textarea, select"), function (f) {
+      if (f.disabled || /^(hidden|submit|button|reset|image)$/.test(f.type)) return false;
+      if (f.type === "checkbox" || f.type === "radio") return f.checked !== f.defaultChecked;
+      if (f.type === "select-one") {
+        // It starts on the last option marked selected, else on its first enabled one.
+        var marked = -1, first = -1;
+        Array.prototype.forEach.call(f.options, function (o, i) {
+          if (o.defaultSelected) marked = i;
+          if (first < 0 && !o.disabled) first = i;
+        });
+        return f.options.length > 0 && f.selectedIndex !== (marked >= 0 ? marked : first);
+      }
+      if (f.tagName === "SELECT") {
+        return Array.prototype.some.call(f.options, function (o) { return o.selected !== o.defaultSelected; });
+      }
+      return f.value !== f.defaultValue;
+    });
+  }
   // The page's own retries (1001, 1000) in a row; an open socket starts the count again.
   var selfRetries = 0;
   function signIn() {
@@ -691,21 +754,35 @@
     });
     document.querySelectorAll("[data-live-rows] > [data-expires-at]").forEach(function (el) {
       if (Number(el.dataset.expiresAt) > now) return;
-      var into = el.dataset.endedInto && document.getElementById(el.dataset.endedInto);
-      if (!into) {
-        el.remove();
-        return;
-      }
-      el.removeAttribute("data-expires-at");
-      el.dataset.leavesAt = String(now + 24 * 3600 * 1000);
-      el.id = el.id.replace(/^grant-/, "grant-ended-");
-      el.dataset.testid = "ended-grant-row";
-      el.deleteCell(el.cells.length - 1);
-      var when = el.cells[el.cells.length - 1];
-      when.insertBefore(document.createTextNode("expired "), when.firstChild);
-      if (into.querySelector(":scope > [id='" + el.id + "']")) el.remove(); else into.prepend(el);
+      // A keyboard user on the row's Revoke loses it with the row's actions: the focus
+      // goes to the next row's (or the previous one's), else to the list's heading.
+      var had = el.contains(document.activeElement);
+      var list = el.parentElement, next = el.nextElementSibling, prev = el.previousElementSibling;
+      var moved = expireRow(el, now);
+      if (!had) return;
+      var control = function (r) { return r && r.parentElement === list ? r.querySelector(controls) : null; };
+      movedFocus([control(next), control(prev), list.closest("[aria-labelledby]"), document.getElementById("main")],
+        moved ? "This grant expired: it is listed under the ended ones now." : "This grant expired.");
     });
   }, 1000);
+  // expireRow takes an expired row out of its list, into the list of ended ones when the
+  // page has it (reporting whether it did so).
+  function expireRow(el, now) {
+    var into = el.dataset.endedInto && document.getElementById(el.dataset.endedInto);
+    if (!into) {
+      el.remove();
+      return false;
+    }
+    el.removeAttribute("data-expires-at");
+    el.dataset.leavesAt = String(now + 24 * 3600 * 1000);
+    el.id = el.id.replace(/^grant-/, "grant-ended-");
+    el.dataset.testid = "ended-grant-row";
+    el.deleteCell(el.cells.length - 1);
+    var when = el.cells[el.cells.length - 1];
+    when.insertBefore(document.createTextNode("expired "), when.firstChild);
+    if (into.querySelector(":scope > [id='" + el.id + "']")) el.remove(); else into.prepend(el);
+    return true;
+  }
   function dedupeLive() {
     // A grant that ended arrives as its row in the ended list alone (one message cannot
     // carry two table parts): its active row goes then.
@@ -829,7 +906,49 @@
   }
   document.addEventListener("DOMContentLoaded", unlinkForbidden);
   document.addEventListener("htmx:afterSettle", unlinkForbidden);
-  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); unlinkForbidden(); });
+  // Before the listener that gives back the focus a pushed fragment took (below): the
+  // cards tidyQuestions removes are gone by then.
+  document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); unlinkForbidden(); tidyQuestions(); });
+
+  // A question the page showed when it loaded may arrive again over the socket (asked
+  // between the page's cursor and its list): keep the first card of each.
+  // A question that ended (answered elsewhere, cancelled) is removed with its marker.
+  // A card removed with the focus in it (someone typing an answer) leaves the focus on
+  // the nearest part still there (movedFocus), and a question that ended says so.
+  function tidyQuestions() {
+    var seen = {}, ended = {}, lost = null;
+    document.querySelectorAll("#collaborations [data-collaboration-ended]").forEach(function (el) {
+      ended[el.dataset.collaborationEnded] = true;
+      el.remove();
+    });
+    var cards = Array.prototype.slice.call(document.querySelectorAll("#collaborations [data-collaboration-id]"));
+    cards.forEach(function (el, i) {
+      var id = el.dataset.collaborationId;
+      // A card whose answer is on its way is left for the answer to replace.
+      if (seen[id] || (ended[id] && !el.querySelector(".htmx-request"))) {
+        if (el.contains(document.activeElement)) lost = { at: i, ended: !!ended[id] };
+        el.remove();
+      }
+      seen[id] = true;
+    });
+    if (!lost) return;
+    var left = function (c) { return c.isConnected; };
+    var near = cards.slice(lost.at + 1).filter(left)[0] || cards.slice(0, lost.at).filter(left).pop();
+    // The stack hides when empty (CSS): the main column it heads then.
+    movedFocus([near, document.getElementById("collaborations"), document.getElementById("main")],
+      lost.ended ? "This question was answered or withdrawn elsewhere." : "");
+  }
+  // movedFocus puts a focus that went with a removed element on the first of parts that
+  // takes it (landOn), unless the person already moved it, and says why (announce).
+  function movedFocus(parts, why) {
+    var a = document.activeElement;
+    if (!a || a === document.body) {
+      for (var i = 0; i < parts.length; i++) {
+        if (parts[i] && parts[i].isConnected && landOn(parts[i])) break;
+      }
+    }
+    if (why) announce(why);
+  }
 
   // The audit browser: every audit event names the newest entry (#audit-appended); when
   // it is newer than the top of the list, the "N new entries" banner asks the server how
@@ -1217,7 +1336,7 @@
       if (stuck[log.id] !== false) log.scrollTop = log.scrollHeight;
     });
   }
-  document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); tidyQuestions(); });
+  document.addEventListener("htmx:wsAfterMessage", function () { syncAllPhrases(); tidyLogs(); });
   document.addEventListener("DOMContentLoaded", function () { syncAllPhrases(); tidyLogs(); });
 
   // A consolidated tool's form (a built-in tool with an operation): only the chosen
@@ -1315,22 +1434,6 @@
   }, true); // before htmx reads the form, as above
   document.addEventListener("DOMContentLoaded", syncFormParts);
   document.addEventListener("htmx:afterSwap", syncFormParts);
-  // A question the page showed when it loaded may arrive again over the socket (asked
-  // between the page's cursor and its list): keep the first card of each.
-  // A question that ended (answered elsewhere, cancelled) is removed with its marker.
-  function tidyQuestions() {
-    var seen = {}, ended = {};
-    document.querySelectorAll("#collaborations [data-collaboration-ended]").forEach(function (el) {
-      ended[el.dataset.collaborationEnded] = true;
-      el.remove();
-    });
-    document.querySelectorAll("#collaborations [data-collaboration-id]").forEach(function (el) {
-      var id = el.dataset.collaborationId;
-      // A card whose answer is on its way is left for the answer to replace.
-      if (seen[id] || (ended[id] && !el.querySelector(".htmx-request"))) el.remove();
-      seen[id] = true;
-    });
-  }
 })();
 
 // A form posted the plain way is posted once: a second click while the first is on its
