@@ -167,7 +167,7 @@ if [[ "$mode" == test ]] && ! have_chromium; then
 	fi
 fi
 
-# A C compiler for the race detector (`make test` runs go test -race, which needs cgo;
+# A C compiler for the race detector (`make test-race` runs go test -race, which needs cgo;
 # without a compiler on PATH, Go turns cgo off).
 if [[ "$mode" == test ]]; then
 	cc="$(go env CC)"
@@ -180,7 +180,7 @@ if [[ "$mode" == test ]]; then
 		fi
 	fi
 	[[ "$(go env CGO_ENABLED)" == 1 ]] ||
-		die "cgo is off (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector in 'make test' needs it: unset CGO_ENABLED"
+		die "cgo is off (CGO_ENABLED=$(go env CGO_ENABLED)); the race detector of 'make test-race' needs it: unset CGO_ENABLED"
 fi
 
 # Node.js and the MCP reference servers (@modelcontextprotocol/server-everything,
