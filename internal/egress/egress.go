@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -60,6 +61,8 @@ type Policy struct {
 
 	// lookup resolves a proxied request's host (tests); nil, net.DefaultResolver's.
 	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
+	// now is the clock of Proxy's cache of verdicts (tests); nil, time.Now.
+	now func() time.Time
 }
 
 // Parse builds a policy from comma-separated lists of CIDRs, addresses and host names
@@ -114,6 +117,11 @@ func parseList(flag, list string) ([]netip.Prefix, []string, error) {
 		if !validHost(strings.TrimPrefix(h, "*.")) {
 			return nil, nil, fmt.Errorf("%s: %q is neither a CIDR (10.0.0.0/8), an address (10.0.0.1) nor a host name (api.example.com, *.example.com)", flag, f)
 		}
+		if numericHost(h) {
+			// A host is never judged by such a rule (a numeric host is refused), so
+			// "--egress-deny=10.1" would deny nothing.
+			return nil, nil, fmt.Errorf("%s: %q is a numeric host name (an IPv4 address in another notation): write the address in dotted decimal (10.0.0.1) or a CIDR (10.0.0.0/8)", flag, f)
+		}
 		hosts = append(hosts, h)
 	}
 	return nets, hosts, nil
@@ -134,6 +142,28 @@ func validHost(h string) bool {
 		}
 	}
 	return true
+}
+
+// literalAddr is the address host writes, if it is one in a form netip parses (dotted
+// decimal IPv4, IPv6). One trailing dot is dropped: resolvers read "169.254.169.254."
+// as the address, so it is judged as the address.
+func literalAddr(host string) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(strings.TrimSuffix(host, "."))
+	return a, err == nil
+}
+
+// numericHost reports whether host, not a literalAddr, ends in a label of decimal digits
+// or a 0x hexadecimal number: inet_aton, and so getaddrinfo at a proxy (or any C
+// resolver), reads such a host as an IPv4 address ("2852039166", "0xa9.0xfe.0xa9.0xfe",
+// "0251.0376.0251.0376", "169.254.43518" are all 169.254.169.254), where Go's resolver
+// looks it up as a name. No top-level domain is numeric, so it is no name either.
+func numericHost(host string) bool {
+	host = strings.TrimRight(host, ".")
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if hex, ok := strings.CutPrefix(strings.ToLower(last), "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 // Error is a refused connection or URL.
@@ -203,6 +233,9 @@ func nat64Reached(a netip.Addr) []netip.Addr {
 // when it is denied, and whether an allow rule names it (then its addresses need only
 // not be denied).
 func (p *Policy) hostVerdict(host string) (allowedByName bool, err error) {
+	if numericHost(host) {
+		return false, &Error{Target: strings.ToLower(host), Why: "it is a numeric host name (an IPv4 address in another notation): write the address in dotted decimal"}
+	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if p == nil {
 		p = &Policy{}
@@ -256,7 +289,7 @@ func (p *Policy) CheckURL(raw string) string {
 		return ""
 	}
 	host := u.Hostname()
-	if a, err := netip.ParseAddr(host); err == nil {
+	if a, ok := literalAddr(host); ok {
 		if err := p.checkAddr(a, false); err != nil {
 			return err.Error()
 		}
@@ -283,7 +316,7 @@ func (p *Policy) DialContext(ctx context.Context, network, address string) (net.
 		return nil, err
 	}
 	byName, named := false, false
-	if _, perr := netip.ParseAddr(host); perr != nil {
+	if _, ok := literalAddr(host); !ok {
 		named = true
 		if byName, err = p.hostVerdict(host); err != nil {
 			return nil, err
@@ -323,6 +356,68 @@ func namedRefusal(host string, err error) error {
 // resolveTimeout bounds the lookup of a proxied request's host.
 const resolveTimeout = 10 * time.Second
 
+// Proxy's cache of verdicts: net/http asks Proxy on every request, a reused connection's
+// too, so without it each request through a proxy would wait for a lookup. A verdict is
+// kept for verdictTTL (a name's addresses are checked again after that), for at most
+// verdictMax hosts.
+const (
+	verdictTTL = 5 * time.Second
+	verdictMax = 1024
+)
+
+// verdicts caches checkProxied's verdict on the addresses of a host name; safe for
+// concurrent use. A nil *verdicts keeps nothing.
+type verdicts struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]verdict
+}
+
+type verdict struct {
+	err error // nil: allowed
+	at  time.Time
+}
+
+func newVerdicts(now func() time.Time) *verdicts {
+	if now == nil {
+		now = time.Now
+	}
+	return &verdicts{now: now, m: map[string]verdict{}}
+}
+
+func (c *verdicts) get(host string) (verdict, bool) {
+	if c == nil {
+		return verdict{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.m[host]
+	if !ok || c.now().Sub(v.at) >= verdictTTL {
+		return verdict{}, false
+	}
+	return v, true
+}
+
+func (c *verdicts) put(host string, err error) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	if len(c.m) >= verdictMax {
+		for h, v := range c.m {
+			if now.Sub(v.at) >= verdictTTL {
+				delete(c.m, h)
+			}
+		}
+		if len(c.m) >= verdictMax {
+			clear(c.m) // more hosts than that within a TTL: each is looked up again
+		}
+	}
+	c.m[host] = verdict{err: err, at: now}
+}
+
 // Transport is a clone of http.DefaultTransport whose every connection goes through
 // the policy: DialContext, and Proxy for the proxy the environment names now
 // (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment reads them). When
@@ -348,14 +443,22 @@ func (p *Policy) Transport(log *slog.Logger) *http.Transport {
 // refusing it would stop every proxied server where only the proxy resolves names, and
 // the metadata host names are still refused by name. Where the admin set network rules,
 // an unchecked address is refused.
+//
+// The verdict on a name's addresses is kept for a few seconds (verdictTTL), since
+// net/http asks on every request, a reused connection's too.
 func (p *Policy) Proxy(env *httpproxy.Config) func(*http.Request) (*url.URL, error) {
 	choose := env.ProxyFunc()
+	var now func() time.Time
+	if p != nil {
+		now = p.now
+	}
+	cache := newVerdicts(now)
 	return func(req *http.Request) (*url.URL, error) {
 		proxy, err := choose(req.URL)
 		if proxy == nil || err != nil {
 			return proxy, err
 		}
-		if err := p.checkProxied(req.Context(), req.URL.Hostname()); err != nil {
+		if err := p.checkProxied(req.Context(), req.URL.Hostname(), cache); err != nil {
 			var e *Error
 			if errors.As(err, &e) {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: e} // as DialContext's refusal reads
@@ -366,15 +469,30 @@ func (p *Policy) Proxy(env *httpproxy.Config) func(*http.Request) (*url.URL, err
 	}
 }
 
-// checkProxied applies the policy to the host of a request sent through a proxy.
-func (p *Policy) checkProxied(ctx context.Context, host string) error {
-	if a, err := netip.ParseAddr(host); err == nil {
+// checkProxied applies the policy to the host of a request sent through a proxy. The
+// verdict on a name's addresses is taken from cache, and kept there, unless ctx is done.
+func (p *Policy) checkProxied(ctx context.Context, host string, cache *verdicts) error {
+	if a, ok := literalAddr(host); ok {
 		return p.checkAddr(a, false)
 	}
 	byName, err := p.hostVerdict(host)
 	if err != nil {
 		return err
 	}
+	// Not without its trailing dot: "name." is absolute, "name" may take a search domain.
+	key := strings.ToLower(host)
+	if v, ok := cache.get(key); ok {
+		return v.err
+	}
+	err = p.checkAddrsOf(ctx, host, byName)
+	if ctx.Err() == nil {
+		cache.put(key, err)
+	}
+	return err
+}
+
+// checkAddrsOf resolves host here and applies the policy to its addresses.
+func (p *Policy) checkAddrsOf(ctx context.Context, host string, byName bool) error {
 	lookup := net.DefaultResolver.LookupNetIP
 	if p != nil && p.lookup != nil {
 		lookup = p.lookup
