@@ -143,7 +143,8 @@ var catalogue = []behaviour{
 	{what: "egress policy for server URLs: metadata endpoints denied by default, allow/deny lists, checked on the resolved address", proofs: []proof{
 		{"internal/egress", "TestCheckURL"}, {"internal/egress", "TestDialChecksResolvedAddress"}, {"web", "TestEgressMetadataDeniedByDefault"},
 		{"web", "TestEgressDenyAtDialTime"}, {"web", "TestEgressTemplateHTTP"}, {"internal/egress", "TestProxiedRequestChecksTheTarget"},
-		{"internal/egress", "TestNAT64LocalUsePrefix"}, {"services/mcpclient", "TestEgressThroughEnvironmentProxy"}}},
+		{"internal/egress", "TestNAT64LocalUsePrefix"}, {"services/mcpclient", "TestEgressThroughEnvironmentProxy"},
+		{"internal/egress", "TestNumericHostsRefused"}, {"internal/egress", "TestNumericHostsRefusedBeforeTheProxy"}}},
 	{what: "secrets rotate re-encrypts every secret, old keys decrypt until retired, retiring refused while needed, a copied ciphertext does not decrypt", proofs: []proof{
 		{"cmd/toolwarden", "TestSecretsRotateAndRetire"}, {"services/tools", "TestRotateToolSecrets"}, {"services/secrets", "TestRotation"},
 		{"services/registry", "TestCiphertextBoundToRow"}}},
