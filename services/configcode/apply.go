@@ -321,6 +321,9 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 	if err != nil {
 		return err
 	}
+	if err := st.loadRedefined(ctx, s.pool, fts); err != nil {
+		return err
+	}
 	var items []Item
 	for _, it := range pending {
 		server, _, _ := toolname.Split(it.Name)
@@ -442,6 +445,25 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 		if !pinIs(ft.DefinitionHash, hash) {
 			res.Unapplied = append(res.Unapplied, registry.Problem{File: file, Field: "tools." + it.Name + ".state",
 				Message: s.stalePin(ctx, ft, id, status, version, hash)})
+			it.state = ""
+		}
+	}
+	if it.state == toolstate.Enabled && unpinnedEnable(ft) {
+		// The plan's check of an unpinned enable, made again under the row's lock: a
+		// discovery between plan and apply that took the tool out of service for a new
+		// definition is not undone by a file that pins none.
+		var status, version, hash string
+		if err := tx.QueryRow(ctx, `/* configcode.apply.unpinned */ SELECT status, version_major::text || '.' || version_minor::text,
+				COALESCE(definition_hash, '') FROM mcp_tools WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&status, &version, &hash); err != nil {
+			return fmt.Errorf("definition: %w", err)
+		}
+		why, err := redefined(ctx, tx, []string{id})
+		if err != nil {
+			return err
+		}
+		if reason := why[id]; reason != "" && status != toolstate.Enabled {
+			res.Unapplied = append(res.Unapplied, registry.Problem{File: file, Field: "tools." + it.Name + ".state",
+				Message: redefinedUnpinned(reason, status, version, hash)})
 			it.state = ""
 		}
 	}

@@ -103,7 +103,7 @@ func TestExportPinsDefinition(t *testing.T) {
 
 // definition_hash is read as the tool pages read a seen hash: the whole, or its first
 // tools.SeenPrefix characters or more (in either case); shorter, not hex or longer than
-// a hash is an error naming the field. An override without it is refused.
+// a hash is an error naming the field. An override without it is read (Plan reports it).
 func TestParseDefinitionHash(t *testing.T) {
 	t.Parallel()
 	const whole = "3f2a9c01e4b7d6c5a8f90123456789abcdef0123456789abcdef0123456789ab"
@@ -118,11 +118,14 @@ func TestParseDefinitionHash(t *testing.T) {
 			t.Errorf("%s: read as %q", h, got)
 		}
 	}
+	if f, err := configcode.Parse("c.yaml", []byte(tool+"    override: checked by hand\n"), registry.ParseOptions{}); err != nil ||
+		f.Tools[0].Override != "checked by hand" || f.Tools[0].DefinitionHash != "" {
+		t.Errorf("an override without definition_hash (an export before it): %v", err)
+	}
 	for _, tc := range []struct{ body, field, msg string }{
 		{tool + "    definition_hash: \"" + whole[:tools.SeenPrefix-1] + "\"\n", "tools.s__t.definition_hash", "at least"},
 		{tool + "    definition_hash: \"" + strings.Repeat("g", 40) + "\"\n", "tools.s__t.definition_hash", "hex"},
 		{tool + "    definition_hash: \"" + whole + "00\"\n", "tools.s__t.definition_hash", "hex"},
-		{tool + "    override: checked by hand\n", "tools.s__t.override", "definition_hash"},
 	} {
 		_, err := configcode.Parse("c.yaml", []byte(tc.body), registry.ParseOptions{})
 		ps, _ := registry.ProblemsOf(err)

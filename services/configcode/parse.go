@@ -352,12 +352,10 @@ func (p *parser) tool(o *fields, i int) Tool {
 	} else {
 		p.text(o.field("override"), t.Override)
 	}
+	// An override without definition_hash is read, not refused: every export before
+	// definition_hash had one so, and a file with errors changes nothing. Plan reports
+	// that tool's state and override as not applied (overrideWithoutHash).
 	t.DefinitionHash = p.definitionHash(o)
-	if t.Override != "" && t.DefinitionHash == "" {
-		// Checked here, not only by the plan: an override is a decision about one
-		// definition, and a file that does not say which would override whatever is current.
-		p.fail(o.field("override"), "needs definition_hash beside it: an override is a decision about one definition (export the tool again, or copy the hash from the tool's page)")
-	}
 	t.Risk = strings.ToLower(o.str("risk"))
 	if t.Risk != "" && t.Risk != "low" && t.Risk != "medium" && t.Risk != "high" {
 		p.fail(o.field("risk"), "must be low, medium or high (or left out to let the annotations decide)")

@@ -181,14 +181,24 @@ func (s *Service) Plan(ctx context.Context, f *File, opts ImportOptions) (*Plan,
 	if err != nil {
 		return nil, err
 	}
-	for _, ft := range f.Tools {
-		if ft.Override != "" && ft.DefinitionHash == "" {
-			// Parse refuses it too; a File built otherwise is held to the same rule.
-			plan.Errors = append(plan.Errors, registry.Problem{File: plan.File, Field: "tools." + ft.Name + ".override", Message: overrideNeedsHash})
-		}
+	if err := st.loadRedefined(ctx, s.pool, f.Tools); err != nil {
+		return nil, err
 	}
 	for i := range f.Tools {
-		it, ps := s.planTool(ctx, &f.Tools[i], st, pending, cats, schemas, opts, plan.File)
+		ft := &f.Tools[i]
+		if ft.Override != "" && ft.DefinitionHash == "" {
+			// An override without the definition it was decided on (every export before
+			// definition_hash wrote them so): that tool's state and override are not
+			// applied, the rest of the file is, so an old backup still restores.
+			c := *ft
+			c.State, c.Override = "", ""
+			ft = &c
+		}
+		it, ps := s.planTool(ctx, ft, st, pending, cats, schemas, opts, plan.File)
+		if ft != &f.Tools[i] && !slices.ContainsFunc(ps, func(p registry.Problem) bool { return p.Field == "tools."+ft.Name }) {
+			plan.Unapplied = append(plan.Unapplied, registry.Problem{File: plan.File, Field: "tools." + ft.Name + ".override",
+				Message: overrideWithoutHash(st.Tools[ft.Name])})
+		}
 		plan.Unapplied = append(plan.Unapplied, ps...)
 		if it != nil {
 			plan.Items = append(plan.Items, *it)
@@ -421,6 +431,11 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 			// it would enable the new one unreviewed, undoing what discovery's move out of
 			// enabled is for.
 			skip("state", s.stalePin(ctx, ft, cur.ID, cur.Status, cur.Version, cur.DefinitionHash))
+		case step == toolstate.Enabled && unpinnedEnable(ft) && st.Redefined[cur.ID] != "":
+			// An older file (or a hand-written one) pins nothing, and discovery took the tool
+			// out of service for a new definition: enabling it would put that definition in
+			// service unreviewed. A tool a person disabled is enabled as the file says.
+			skip("state", redefinedUnpinned(st.Redefined[cur.ID], cur.Status, cur.Version, cur.DefinitionHash))
 		case (blocked || toolstate.NeedsOverride(cur.Status, step)) && ft.Override == "":
 			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page, or give override: <reason> in the file", cur.Status))
 		default:
@@ -495,8 +510,28 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 	return it, not
 }
 
-// overrideNeedsHash says why an override without definition_hash is refused.
-const overrideNeedsHash = "needs definition_hash beside it: an override is a decision about one definition (export the tool again, or copy the hash from the tool's page)"
+// overrideWithoutHash says why a tool's state and override were not applied: the file
+// gives the override without definition_hash. cur is the tool (nil: not discovered yet).
+func overrideWithoutHash(cur *storedTool) string {
+	msg := "needs definition_hash beside it: an override is a decision about one definition (export the tool again, or copy the hash from the tool's page): the tool's state and override were not applied"
+	if cur != nil {
+		msg += ", and it stays " + cur.Status
+	}
+	return msg
+}
+
+// unpinnedEnable reports whether ft enables its tool without saying which definition.
+func unpinnedEnable(ft *Tool) bool {
+	return ft.State == toolstate.Enabled && ft.DefinitionHash == ""
+}
+
+// redefinedUnpinned says why an unpinned enable was not applied: the tool's last move out
+// of enabled was discovery's for a new definition (reason, its history row's), and it is
+// now status at definition version (hash current).
+func redefinedUnpinned(reason, status, version, current string) string {
+	return fmt.Sprintf("its server redefined the tool since it was last enabled here, and discovery took it out of service: %s. The file does not pin a definition (no definition_hash), so state enabled was not applied, and the tool stays %s at definition v%s (%s). Review definition v%s on the tool's page (enable it there if it is safe), or give definition_hash: beside state, the hash of the definition you reviewed",
+		reason, status, version, shortHash(current), version)
+}
 
 // pinApplies reports whether ft's definition_hash, when it gives one, must name the
 // tool's current definition for its state to be applied. enables says whether the move

@@ -14,6 +14,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/db"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/tools"
+	"github.com/toolwarden/toolwarden/services/toolstate"
 )
 
 // storedTool is one available tool with everything an administrator set on it.
@@ -63,6 +64,10 @@ type state struct {
 	// first tool each server was found not to offer (see offers).
 	offered   map[string][]string
 	offeredAt map[string]string
+	// Redefined are the tools the file enables without definition_hash whose last move
+	// out of enabled was a change of their definition (discovery's enabled → updating),
+	// with that move's reason, by tool id: read by Plan (loadRedefined), not by load.
+	Redefined map[string]string
 }
 
 type storedCategory struct {
@@ -233,6 +238,56 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 		return nil, err
 	}
 	return st, nil
+}
+
+// redefinedSQL reads, for each tool of $1, the move that last took it out of enabled
+// when that move was a change of its definition: discovery writes enabled → updating
+// (services/registry's discovery, reason "definition changed (vA → vB)"), a person's
+// disable enabled → disabled. The index on (tool_id, id DESC) finds each tool's moves.
+const redefinedSQL = `SELECT t.id::text, COALESCE(NULLIF(h.reason, ''), 'definition changed') FROM unnest($1::uuid[]) AS t(id)
+	CROSS JOIN LATERAL (SELECT h.to_status, h.reason FROM tool_state_history h
+		WHERE h.tool_id = t.id AND h.from_status = 'enabled' ORDER BY h.id DESC LIMIT 1) h
+	WHERE h.to_status = 'updating'`
+
+// redefined returns, by tool id, the tools of ids whose last move out of enabled was a
+// change of their definition, with that move's reason: one query however many tools.
+// An unpinned enable of such a tool would put a definition nobody reviewed back in
+// service, undoing what discovery's move out of enabled is for.
+func redefined(ctx context.Context, q db.Querier, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.Query(ctx, `/* configcode.redefined */ `+redefinedSQL, ids)
+	if err != nil {
+		return nil, fmt.Errorf("configcode: read state history: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, reason string
+		if err := rows.Scan(&id, &reason); err != nil {
+			return nil, fmt.Errorf("configcode: read state history: %w", err)
+		}
+		out[id] = reason
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("configcode: read state history: %w", err)
+	}
+	return out, nil
+}
+
+// loadRedefined fills st.Redefined for the tools of fts that the file enables without
+// pinning a definition and that are not enabled now (only their plan reads it).
+func (st *state) loadRedefined(ctx context.Context, q db.Querier, fts []Tool) error {
+	var ids []string
+	for _, ft := range fts {
+		if cur := st.Tools[ft.Name]; cur != nil && unpinnedEnable(&ft) && cur.Status != toolstate.Enabled {
+			ids = append(ids, cur.ID)
+		}
+	}
+	var err error
+	st.Redefined, err = redefined(ctx, q, ids)
+	return err
 }
 
 // sortedTools lists the tools by qualified name.
