@@ -116,6 +116,12 @@ func executionLogLine(ev events.Event) views.ExecutionLogLine {
 		}
 	case string(events.ToolFailed):
 		p, _ := events.ToolFailed.Decode(ev)
+		if p.CallID == "" && p.Code == "tool_disabled" {
+			// No call was made: a step waits for its tool to be callable again
+			// (executions' waitTransient), which the message says since when.
+			l.Text, l.Level = p.Tool+" cannot be called now: "+p.Message, "warn"
+			break
+		}
 		l.Text, l.Level = p.Tool+" failed", "error"
 		if p.Code != "" {
 			l.Text += " (" + p.Code + ")"

@@ -283,9 +283,7 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 			return err
 		}
 		// The steps after it never run: they are skipped, as after any failed step.
-		if _, err := tx.Exec(ctx, `/* executions.interrupted.skip */
-			UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`,
-			ex.ID, phase); err != nil {
+		if err := skipPending(ctx, tx, ex.ID, phase); err != nil {
 			return fmt.Errorf("executions: skip after an interrupted step: %w", err)
 		}
 		msg := fmt.Sprintf("interrupted: Toolwarden%s stopped while step %d ran", on, positions[0]+1)
@@ -503,7 +501,8 @@ const transientRetry = 5 * time.Second
 
 // waitingPrefix begins the error of a pending step that waits for its tool, followed by
 // when the wait began (RFC 3339): stored with the step, the deadline holds across a
-// restart and whichever replica picks the snoozed job up. The step's end replaces it.
+// restart and whichever replica picks the snoozed job up. It goes when the step starts
+// (startStep) or is skipped (skipPending): neither waits any more.
 const waitingPrefix = "waiting since "
 
 // waitingSince is when pending step st began to wait for its tool (ok false when it
@@ -545,9 +544,17 @@ func (s *Service) waitTransient(ctx context.Context, ex *Execution, st Step, b *
 	note := storableText(fmt.Sprintf("%s%s for %s to be callable again (at most %s): %s", waitingPrefix,
 		since.UTC().Format(time.RFC3339), tool, transientWait, why), maxStepError)
 	err := db.WithTx(bg, s.begin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(bg, `/* executions.step.waiting */ UPDATE tool_calls SET error = $2 WHERE id = $1 AND status = 'pending'`,
-			st.ID, note); err != nil {
+		// Written only when it changes (the first refusal, or another tool or reason): the
+		// re-check every transientRetry leaves the row, and the page, as they are.
+		tag, err := tx.Exec(bg, `/* executions.step.waiting */ UPDATE tool_calls SET error = $2
+			WHERE id = $1 AND status = 'pending' AND error <> $2`, st.ID, note)
+		if err != nil {
 			return fmt.Errorf("executions: note a waiting step: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			if err := s.announceWaiting(bg, tx, ex, st, b, tool, note); err != nil {
+				return err
+			}
 		}
 		return clearRunner(bg, tx, ex.ID, "")
 	})
@@ -561,6 +568,28 @@ func (s *Service) waitTransient(ctx context.Context, ex *Execution, st Step, b *
 	s.log.Log(bg, level, "executions: a step waits for its tool to be callable again", "execution", ex.ID, "phase", st.Phase,
 		"step", st.Position+1, "tool", tool, "since", since, "reason", why)
 	return &rateLimited{wait: transientRetry, why: tool + " to be callable again"}
+}
+
+// announceWaiting publishes, in tx, that step st of ex now waits for tool (note, its
+// error as stored): on the execution's own topic only, so an open page re-renders the
+// step and logs why, as for a call of it the router refused (tool.failed, the router's
+// code tool_disabled). Not on the router's topic: no call was made, so no tool's card
+// or statistics change. A refusal's end needs no event of its own: the step's run, or
+// the transition that skips it, announces it.
+func (s *Service) announceWaiting(ctx context.Context, tx pgx.Tx, ex *Execution, st Step, b *breach, tool, note string) error {
+	at := st
+	if b.step != nil {
+		at = *b.step
+	}
+	toolID := ""
+	if at.ToolID != nil {
+		toolID = *at.ToolID
+	}
+	_, err := events.ToolFailed.Publish(ctx, tx, TopicOf(ex.ID), events.CallFailed{
+		Call: events.Call{ToolID: toolID, Tool: tool, Source: router.SourceExecution, Actor: ex.RequesterName,
+			Risk: at.Risk, ConversationID: ex.ConversationID},
+		Code: router.CodeToolDisabled, Message: note})
+	return err
 }
 
 // runsElsewhere reports whether a step of execution id runs on another replica that
@@ -731,8 +760,10 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 func (s *Service) startStep(ctx context.Context, ex *Execution, st Step, callID string, now time.Time, blocking bool) (started, over bool, err error) {
 	start := func(q db.Querier) error {
 		tag, err := q.Exec(ctx, `/* executions.step.start */
-			UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3 WHERE id = $1 AND status = 'pending'`,
-			st.ID, callID, now)
+			UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3,
+			       error = CASE WHEN starts_with(error, $4) THEN '' ELSE error END
+			WHERE id = $1 AND status = 'pending'`,
+			st.ID, callID, now, waitingPrefix)
 		if err != nil {
 			return fmt.Errorf("executions: start step: %w", err)
 		}
@@ -1033,10 +1064,13 @@ func (s *Service) skipRest(ctx context.Context, id, phase string) error {
 	return skipPending(ctx, s.pool, id, phase)
 }
 
-// skipPending marks the pending steps of execution id's phase skipped, on q.
+// skipPending marks the pending steps of execution id's phase skipped, on q. A step
+// that waited for its tool (waitTransient) loses its note, which said it would run once
+// the tool is back: skipped, it never will. Any other error it carries stays.
 func skipPending(ctx context.Context, q db.Querier, id, phase string) error {
 	_, err := q.Exec(ctx, `/* executions.skip */
-		UPDATE tool_calls SET status = 'skipped' WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`, id, phase)
+		UPDATE tool_calls SET status = 'skipped', error = CASE WHEN starts_with(error, $3) THEN '' ELSE error END
+		WHERE execution_id = $1 AND phase = $2 AND status = 'pending'`, id, phase, waitingPrefix)
 	return err
 }
 
@@ -1085,7 +1119,11 @@ func (s *Service) finishWith(ctx context.Context, ex *Execution, phase, failure,
 			if failure != "" && status == StepPending {
 				// The transition below skips it, in its own transaction (apply): a failure
 				// that does not commit leaves it pending, to be run or refused again.
+				// Skipped, it no longer waits for its tool: its note goes, as skipPending's.
 				status = StepSkipped
+				if strings.HasPrefix(st.Error, waitingPrefix) {
+					st.Error = ""
+				}
 			}
 			results = append(results, events.StepResult{Position: st.Position, Tool: st.Tool, Status: status,
 				DurationMS: st.DurationMS, Error: st.Error})
