@@ -29,7 +29,8 @@ const maxPreviewDiff = 128 << 10
 // maxDiffLines and maxDiffBytes bound the two sides of a line diff together: its time
 // and memory grow with them (measured here: at the bounds about 12 MB and 10-20 ms; two
 // 10 MB files 1.5 GB and 4.6 s), and it cannot be interrupted, so past them a preview
-// gives the sizes instead.
+// diffs only the lines that changed and their context (middleDiff), and gives the
+// sizes instead when those too pass them.
 const (
 	maxDiffLines = 20000
 	maxDiffBytes = 1 << 20
@@ -261,8 +262,9 @@ func cutDiff(prefix string, total int) string {
 }
 
 // unified is the bounded unified diff of old to new (labelled a/shown and b/shown): ""
-// when they are the same, all of one side when the other is empty, and only their
-// sizes when a line diff of them would cost too much (see maxDiffLines).
+// when they are the same, all of one side when the other is empty, and, when a line
+// diff of them would cost too much (see maxDiffLines), the diff of only the lines they
+// do not share at the start and end (see middleDiff).
 func unified(shown string, old, new []byte) string {
 	switch {
 	case bytes.Equal(old, new):
@@ -271,10 +273,98 @@ func unified(shown string, old, new []byte) string {
 		return wholeDiff(shown, new, '+')
 	case len(new) == 0:
 		return wholeDiff(shown, old, '-')
-	case len(old)+len(new) > maxDiffBytes || bytes.Count(old, []byte{'\n'})+bytes.Count(new, []byte{'\n'}) > maxDiffLines:
-		return fmt.Sprintf("%s: %d bytes → %d bytes, too large to show a line diff\n", shown, len(old), len(new))
+	case !diffable(old, new):
+		return middleDiff(shown, old, new)
 	}
-	return bounded(udiff.Unified("a/"+shown, "b/"+shown, string(old), string(new)))
+	return lineDiff(shown, string(old), string(new), 0)
+}
+
+// lineDiff is the bounded unified diff of old to new, parts of two files after their
+// first skipped lines (which they share): udiff.Unified's, with the hunks' line numbers
+// counted in the whole files. Each hunk's line in new is its line in old moved by the
+// lines the hunks before it added or removed; udiff v0.4.1 leaves out of it the
+// unchanged lines a hunk joins between two changes.
+func lineDiff(shown, old, new string, skipped int) string {
+	d, err := udiff.ToUnifiedDiff("a/"+shown, "b/"+shown, old, udiff.Lines(old, new), udiff.DefaultContextLines)
+	if err != nil { // cannot happen: the edits are udiff's own
+		return fmt.Sprintf("%s: %d bytes → %d bytes, no line diff\n", shown, len(old), len(new))
+	}
+	moved := 0
+	for _, h := range d.Hunks {
+		h.FromLine += skipped
+		h.ToLine = h.FromLine + moved
+		for _, l := range h.Lines {
+			switch l.Kind {
+			case udiff.Insert:
+				moved++
+			case udiff.Delete:
+				moved--
+			}
+		}
+	}
+	return bounded(d.String())
+}
+
+// diffable is whether a line diff of old and new stays within maxDiffLines and maxDiffBytes.
+func diffable(old, new []byte) bool {
+	return len(old)+len(new) <= maxDiffBytes && bytes.Count(old, []byte{'\n'})+bytes.Count(new, []byte{'\n'}) <= maxDiffLines
+}
+
+// middleDiff is the diff of old to new, two large files, from a line diff of only the
+// lines between those they share at the start and at the end, with the context a
+// unified diff keeps (udiff.DefaultContextLines lines each side) and hunk headers
+// counting lines in the whole files: a small edit in a large file shows as such, not
+// hidden behind the files' sizes. When even that middle is too large to diff, it is
+// the sizes and the line where the two first differ.
+func middleDiff(shown string, old, new []byte) string {
+	pre, suf := commonLines(old, new)
+	preLines := bytes.Count(old[:pre], []byte{'\n'})
+	// from: the start of the context before the change (the lines before it are skipped).
+	from, kept := pre, 0
+	for ; kept < udiff.DefaultContextLines && from > 0; kept++ {
+		from = bytes.LastIndexByte(old[:from-1], '\n') + 1
+	}
+	// after: the context after the change, the first lines of the common suffix.
+	tail, after := old[len(old)-suf:], 0
+	for k := 0; k < udiff.DefaultContextLines && after < len(tail); k++ {
+		if i := bytes.IndexByte(tail[after:], '\n'); i >= 0 {
+			after += i + 1
+		} else {
+			after = len(tail)
+		}
+	}
+	oldMid, newMid := old[from:len(old)-suf+after], new[from:len(new)-suf+after]
+	if !diffable(oldMid, newMid) {
+		return fmt.Sprintf("%s: %d bytes → %d bytes, too large to show a line diff; the first difference is at line %d\n",
+			shown, len(old), len(new), preLines+1)
+	}
+	// The skipped lines are the same on both sides: both line numbers move by them.
+	return lineDiff(shown, string(oldMid), string(newMid), preLines-kept)
+}
+
+// commonLines is the length in bytes of the whole lines old and new share at their
+// start (pre) and, after those, at their end (suf): each starts and ends at a line
+// boundary in both, and the two do not overlap. old and new differ.
+func commonLines(old, new []byte) (pre, suf int) {
+	n := min(len(old), len(new))
+	p := 0
+	for p < n && old[p] == new[p] {
+		p++
+	}
+	pre = bytes.LastIndexByte(old[:p], '\n') + 1
+	for suf < n-pre && old[len(old)-1-suf] == new[len(new)-1-suf] {
+		suf++
+	}
+	lineStart := func(b []byte, i int) bool { return i == 0 || b[i-1] == '\n' }
+	if !lineStart(old, len(old)-suf) || !lineStart(new, len(new)-suf) {
+		// The first line of the common bytes is only the end of a line in one of them.
+		if i := bytes.IndexByte(old[len(old)-suf:], '\n'); i >= 0 {
+			suf -= i + 1
+		} else {
+			suf = 0
+		}
+	}
+	return pre, suf
 }
 
 // wholeDiff is the diff that adds (sign '+') or removes ('-') every line of content,
