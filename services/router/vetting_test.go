@@ -21,7 +21,8 @@ import (
 // TestVettingOnlyBeforeFirstEnable: a tool manager's test run of a high-risk tool
 // nobody has enabled yet needs nobody else (it is how the tool is vetted), but one of
 // a tool that was enabled before does, disabled now or back in validation: disabling a
-// tool must not be a way round separation of duties.
+// tool must not be a way round separation of duties. With separation set to always, the
+// vetting run needs another person too.
 func TestVettingOnlyBeforeFirstEnable(t *testing.T) {
 	t.Parallel()
 	e := start(t, nil)
@@ -41,9 +42,9 @@ func TestVettingOnlyBeforeFirstEnable(t *testing.T) {
 	if outs, err := e.tools.SetEnabled(e.ctx, admin, []string{e.tool("v__echo").ID}, false, "test", false); err != nil || outs[0].Err() != nil {
 		t.Fatalf("disable: %v %v", err, outs)
 	}
-	if err := db.WithTx(e.ctx, e.pool, func(tx pgx.Tx) error {
-		return decide.SetSeparation(e.ctx, tx, decide.SeparationAlways, "test")
-	}); err != nil {
+	// Another person who may approve, signed in once: separation (auto) then applies.
+	other := e.app.CreateUser(t, "other", auth.RoleAdmin, "a long enough password 2")
+	if _, err := e.pool.Exec(e.ctx, `UPDATE users SET last_login_at = now() WHERE id = $1`, other.ID); err != nil {
 		t.Fatal(err)
 	}
 	u := e.app.CreateUser(t, "mgr", auth.RoleToolManager, "a long enough password 1")
@@ -71,5 +72,15 @@ func TestVettingOnlyBeforeFirstEnable(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'tool.call' AND target_name = 'v__add'
 		AND payload->>'vetting' = 'true' AND payload->>'self_approved' = 'true'`); n != 1 {
 		t.Errorf("%d vetting runs of v__add audited, want 1", n)
+	}
+	if err := db.WithTx(e.ctx, e.pool, func(tx pgx.Tx) error {
+		return decide.SetSeparation(e.ctx, tx, decide.SeparationAlways, "test")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = test("v__add", `{"a":1,"b":2}`)
+	var re *router.Error
+	if !errors.As(err, &re) || re.Code != router.CodeApprovalRequired || re.Details.(router.ApprovalNeeded).Needs != "approver" {
+		t.Fatalf("test run of a tool never enabled, separation always: got %v, want approval_required needing another approver", err)
 	}
 }
