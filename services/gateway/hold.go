@@ -33,7 +33,13 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 	}
 	// An agent in a loop must not bury the approvers: past this many of its user's
 	// calls waiting, it is told to wait for them first.
-	ex, err := g.exec.Create(ctx, executions.Caller{Actor: call.Actor, Role: call.Role}, executions.Input{
+	// Created whatever the client does meanwhile: a client that went away during the
+	// commit could leave the execution committed but reported as failed (the commit's
+	// answer lost to the cancelled context), waiting with nobody to take its result;
+	// created, it is withdrawn by the hold below, which sees the client gone.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	ex, err := g.exec.Create(cctx, executions.Caller{Actor: call.Actor, Role: call.Role}, executions.Input{
 		Plan:   &executions.Request{Steps: []executions.RequestStep{{Tool: p.Name, Arguments: args}}},
 		Source: executions.SourceMCP, Client: call.Client, ConversationID: call.ConversationID, MaxWaiting: g.opts.MaxWaiting})
 	if tw := (*executions.TooManyWaitingError)(nil); errors.As(err, &tw) {
