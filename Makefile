@@ -56,7 +56,7 @@ run: setup-run build ## Build and start the server: bin/toolwarden serve (ARGS f
 # make test runs every package once, without the race detector, to stay within the 15
 # minutes it should take on the 2-core machine (the detector about doubles the suite's
 # time: web took 405-429 s with it and 194 s without, 2026-12-07). make test-race runs
-# the same under the race detector (about 22 minutes there); CI (.ci/run) runs both.
+# the same under the race detector (19-22 minutes there); CI (.ci/run) runs both.
 test: setup-test generate ## Run all tests: unit, database, MCP, browser (TESTFLAGS for extra flags)
 	go test -count=1 -timeout 30m $(TESTFLAGS) ./...
 	@# The go-sdk fork is a module of its own: its tests of Toolwarden's changes (third_party/go-sdk/TOOLWARDEN.md).
