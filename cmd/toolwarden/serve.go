@@ -31,6 +31,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/secretkeys"
 	"github.com/toolwarden/toolwarden/services/template"
+	"golang.org/x/net/http/httpproxy"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -643,9 +644,16 @@ func checkAdvertiseURL(s string) error {
 }
 
 // egressFlags defines --egress-allow and --egress-deny on fs (serve's, and import's,
-// which connects to the servers it registers); the function returns their policy.
+// which connects to the servers it registers); the function returns their policy, with
+// the forward proxies the environment names (HTTP_PROXY, HTTPS_PROXY, NO_PROXY).
 func egressFlags(fs *flag.FlagSet) func() (*egress.Policy, error) {
 	allow := fs.String("egress-allow", envOr("TOOLWARDEN_EGRESS_ALLOW", ""), "CIDRs, addresses and host names (*.example.com) that HTTP servers' URLs may reach (comma-separated); empty: anything not denied (env TOOLWARDEN_EGRESS_ALLOW)")
 	deny := fs.String("egress-deny", envOr("TOOLWARDEN_EGRESS_DENY", ""), "CIDRs, addresses and host names that HTTP servers' URLs may not reach; addresses are checked after DNS resolution, a host name rule matches that name only (deny a host's addresses to keep it out); the cloud metadata endpoints are always denied unless allowed by address (env TOOLWARDEN_EGRESS_DENY)")
-	return func() (*egress.Policy, error) { return egress.Parse(*allow, *deny) }
+	return func() (*egress.Policy, error) {
+		p, err := egress.Parse(*allow, *deny)
+		if err != nil {
+			return nil, err
+		}
+		return p.WithProxy(httpproxy.FromEnvironment()), nil
+	}
 }

@@ -63,6 +63,21 @@ type Policy struct {
 	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 	// now is the clock of Proxy's cache of verdicts (tests); nil, time.Now.
 	now func() time.Time
+	// proxy is the forward proxy settings Transport sends requests through (WithProxy);
+	// nil, every request goes direct.
+	proxy *httpproxy.Config
+}
+
+// WithProxy returns a copy of p whose Transport sends requests through the proxies env
+// names (the command line passes httpproxy.FromEnvironment: HTTP_PROXY, HTTPS_PROXY,
+// NO_PROXY as it started with). A nil p gives the default policy with those proxies.
+func (p *Policy) WithProxy(env *httpproxy.Config) *Policy {
+	c := &Policy{}
+	if p != nil {
+		*c = *p
+	}
+	c.proxy = env
+	return c
 }
 
 // Parse builds a policy from comma-separated lists of CIDRs, addresses and host names
@@ -419,15 +434,16 @@ func (c *verdicts) put(host string, err error) {
 }
 
 // Transport is a clone of http.DefaultTransport whose every connection goes through
-// the policy: DialContext, and Proxy for the proxy the environment names now
-// (HTTP_PROXY, HTTPS_PROXY, NO_PROXY, as http.ProxyFromEnvironment reads them). When
-// the environment names a proxy, log gets a warning, once per process.
+// the policy: DialContext, and Proxy for the proxies WithProxy gave (none: every
+// request goes direct, whatever the environment says). When they name a proxy, log
+// gets a warning, once per process.
 func (p *Policy) Transport(log *slog.Logger) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	env := httpproxy.FromEnvironment()
-	t.Proxy = p.Proxy(env)
-	t.DialContext = p.DialContext
-	p.warnProxy(log, env)
+	t.Proxy, t.DialContext = nil, p.DialContext // not the clone's http.ProxyFromEnvironment
+	if p != nil && p.proxy != nil && (p.proxy.HTTPProxy != "" || p.proxy.HTTPSProxy != "") {
+		t.Proxy = p.Proxy(p.proxy)
+		p.warnProxy(log, p.proxy)
+	}
 	return t
 }
 

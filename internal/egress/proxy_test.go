@@ -207,12 +207,13 @@ func TestProxiedNameResolution(t *testing.T) {
 	}
 }
 
-// Transport reads the proxy settings when it is built (not once per process, as
-// http.ProxyFromEnvironment does), and warns once that names are resolved here.
-func TestTransportReadsProxyEnvironment(t *testing.T) {
+// Transport sends requests through the proxies WithProxy gave it, checked, and warns
+// once that names are resolved here; without WithProxy it goes direct, whatever the
+// environment says (the command line reads the environment, once, and passes it in).
+func TestTransportUsesTheGivenProxy(t *testing.T) {
 	fp := startProxy(t, "127.0.0.2:0")
 	t.Setenv("HTTP_PROXY", fp.srv.URL)
-	t.Setenv("http_proxy", "")
+	t.Setenv("http_proxy", fp.srv.URL)
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
 	deny, err := Parse("", "127.0.0.1/32")
@@ -221,11 +222,12 @@ func TestTransportReadsProxyEnvironment(t *testing.T) {
 	}
 	logs := &bytes.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
+	proxied := deny.WithProxy(&httpproxy.Config{HTTPProxy: fp.srv.URL})
 	for range 2 {
-		tr := deny.Transport(log)
+		tr := proxied.Transport(log)
 		_, err := (&http.Client{Transport: tr}).Get("http://LocalHost:1/")
 		if !strings.Contains(fmt.Sprint(err), "the egress policy refuses localhost") {
-			t.Errorf("GET through HTTP_PROXY: %v, want refused", err)
+			t.Errorf("GET through the proxy: %v, want refused", err)
 		}
 		tr.CloseIdleConnections()
 	}
@@ -234,5 +236,29 @@ func TestTransportReadsProxyEnvironment(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "HTTP_PROXY/HTTPS_PROXY is set"); n != 1 {
 		t.Errorf("warned %d times, want once: %s", n, logs)
+	}
+
+	// An allowed host goes through the given proxy, and direct without one ("LocalHost",
+	// unlike "localhost" and loopback addresses, is one net/http sends to a proxy).
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "direct") }))
+	t.Cleanup(up.Close)
+	target := "http://LocalHost:" + up.URL[strings.LastIndex(up.URL, ":")+1:] + "/x"
+	for _, c := range []struct {
+		name string
+		pol  *Policy
+		via  bool
+	}{{"given the proxy", (&Policy{}).WithProxy(&httpproxy.Config{HTTPProxy: fp.srv.URL}), true},
+		{"nil policy given the proxy", (*Policy)(nil).WithProxy(&httpproxy.Config{HTTPProxy: fp.srv.URL}), true},
+		{"no proxy given", &Policy{}, false}, {"nil policy", nil, false}} {
+		tr := c.pol.Transport(nil)
+		res, err := (&http.Client{Transport: tr}).Get(target)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		_ = res.Body.Close()
+		tr.CloseIdleConnections()
+		if seen := fp.take(); (len(seen) > 0) != c.via {
+			t.Errorf("%s: the proxy was sent %q, want through it %v", c.name, seen, c.via)
+		}
 	}
 }

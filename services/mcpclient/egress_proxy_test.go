@@ -17,6 +17,7 @@ import (
 	"github.com/toolwarden/toolwarden/internal/egress"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/template"
+	"golang.org/x/net/http/httpproxy"
 )
 
 // recordingProxy is a forward proxy on 127.0.0.2 that records the requests it is sent
@@ -59,7 +60,7 @@ func (rp *recordingProxy) take() []string {
 	return s
 }
 
-// With HTTP_PROXY set, the dialer only sees the proxy's address: an HTTP server's URL
+// Through a forward proxy (the command line passes HTTP_PROXY's), the dialer only sees the proxy's address: an HTTP server's URL
 // (as a session or "Test connection" opens it) and a template's HTTP tool are checked
 // on their own host first. "LocalHost" goes through the proxy (net/http sends only
 // "localhost" so written direct) and resolves here to 127.0.0.1, which the policy
@@ -67,10 +68,7 @@ func (rp *recordingProxy) take() []string {
 // server through the proxy.
 func TestEgressThroughEnvironmentProxy(t *testing.T) {
 	rp := startRecordingProxy(t)
-	t.Setenv("HTTP_PROXY", rp.srv.URL)
-	for _, k := range []string{"http_proxy", "NO_PROXY", "no_proxy"} {
-		t.Setenv(k, "")
-	}
+	via := &httpproxy.Config{HTTPProxy: rp.srv.URL}
 	// The SDK refuses a Host other than "localhost" on a loopback listener (DNS rebinding).
 	echo := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "1"}, nil)
 	mcp.AddTool(echo, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -87,6 +85,7 @@ func TestEgressThroughEnvironmentProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deny = deny.WithProxy(via)
 	open := func(typ, url string, eg *egress.Policy) (*mcp.ClientSession, *endpoint, error) {
 		lim, _ := testLimit(1 << 20)
 		ep, err := newEndpoint(registry.Connection{Name: "px", Type: typ, URL: url, Template: url, Timeout: 10 * time.Second},
@@ -116,7 +115,7 @@ func TestEgressThroughEnvironmentProxy(t *testing.T) {
 	}
 
 	// Allowed, it goes through the proxy.
-	cs, _, err := open(registry.TypeStreamableHTTP, target+"/mcp", nil)
+	cs, _, err := open(registry.TypeStreamableHTTP, target+"/mcp", (*egress.Policy)(nil).WithProxy(via))
 	if err != nil {
 		t.Fatalf("through the proxy, default policy: %v", err)
 	}
