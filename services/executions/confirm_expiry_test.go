@@ -43,7 +43,5 @@ func TestLateConfirmLosesToACancel(t *testing.T) {
 	if got := e.get(ex.ID); got.Status != executions.Cancelled {
 		t.Errorf("after the race: %s, want cancelled", got.Status)
 	}
-	if n := e.audits(ex.ID, "execution.expire"); n != 0 {
-		t.Errorf("execution.expire audit rows: got %d, want none", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.expire": 0})
 }

@@ -139,9 +139,7 @@ func TestPhrase(t *testing.T) {
 			t.Fatalf("phrase %q: got %v (%T), want a wrong_phrase asking for %q", wrong, err, err, phrase)
 		}
 	}
-	if n := e.audits(ex.ID, "execution.approve.refused"); n != 5 {
-		t.Errorf("refusals audited: got %d, want 5", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.approve.refused": 5})
 	if got := e.get(ex.ID); got.Status != executions.AwaitingApproval || got.Approval != "" {
 		t.Fatalf("after wrong phrases: got %s (approval %q), want awaiting_approval and no approval", got.Status, got.Approval)
 	}
@@ -401,9 +399,7 @@ func TestStaleAtConfirm(t *testing.T) {
 			}
 			e.bothTopics(ex.ID, "execution.cancelled", 1)
 			e.bothTopics(ex.ID, "approval.granted", 0)
-			if n := e.audits(ex.ID, "execution.stale"); n != 1 {
-				t.Errorf("stale audit rows: got %d, want 1", n)
-			}
+			e.wantAudits(ex.ID, map[string]int{"execution.stale": 1})
 			checkInvariant(t, e, ex.ID)
 		})
 	}

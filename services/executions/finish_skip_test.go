@@ -46,12 +46,7 @@ func TestRefusedPlanWhoseFailureDidNotCommit(t *testing.T) {
 	if s := stepStatuses(e.steps(ex.ID)); !slices.Equal(s, []string{"skipped", "skipped"}) {
 		t.Errorf("steps: %v, want skipped, skipped", s)
 	}
-	if n := e.audits(ex.ID, "execution.requester_gone"); n != 1 {
-		t.Errorf("execution.requester_gone audit rows: got %d, want 1", n)
-	}
-	if n := e.audits(ex.ID, "execution.success"); n != 0 {
-		t.Errorf("execution.success audit rows: got %d, want none", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.requester_gone": 1, "execution.success": 0})
 	e.bothTopics(ex.ID, "execution.failed", 1)
 	// The event lists the steps as the transition left them: skipped.
 	var raw []byte
@@ -85,12 +80,7 @@ func TestAllSkippedIsNoSuccess(t *testing.T) {
 	if got.Status != executions.Failed || got.Error != "step 1 (mt__echo) is skipped, not succeeded, so the plan did not complete" {
 		t.Fatalf("after the job: %s %q; want failed, saying step 1 never succeeded", got.Status, got.Error)
 	}
-	if n := e.audits(ex.ID, "execution.success"); n != 0 {
-		t.Errorf("execution.success audit rows: got %d, want none", n)
-	}
-	if n := e.audits(ex.ID, "execution.failed"); n != 1 {
-		t.Errorf("execution.failed audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.success": 0, "execution.failed": 1})
 	e.bothTopics(ex.ID, "execution.failed", 1)
 }
 
@@ -129,10 +119,5 @@ func TestAllSkippedRollbackIsNotRolledBack(t *testing.T) {
 	if got.Status != executions.RollbackFailed || got.Error != "step 1 (mt__echo) is skipped, not succeeded, so the rollback did not complete" {
 		t.Fatalf("after the rollback job: %s %q; want rollback_failed, saying its step never succeeded", got.Status, got.Error)
 	}
-	if n := e.audits(ex.ID, "execution.rolled_back"); n != 0 {
-		t.Errorf("execution.rolled_back audit rows: got %d, want none", n)
-	}
-	if n := e.audits(ex.ID, "execution.rollback_failed"); n != 1 {
-		t.Errorf("execution.rollback_failed audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.rolled_back": 0, "execution.rollback_failed": 1})
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -325,6 +327,16 @@ func (e *env) bothTopics(id, kind string, want int) {
 func (e *env) audits(id, action string) int {
 	e.t.Helper()
 	return e.count(`SELECT count(*) FROM audit_log WHERE target_type = 'execution' AND target_id = $1 AND action = $2`, id, action)
+}
+
+// wantAudits checks how many audit rows of each action execution id has.
+func (e *env) wantAudits(id string, want map[string]int) {
+	e.t.Helper()
+	for _, action := range slices.Sorted(maps.Keys(want)) {
+		if n := e.audits(id, action); n != want[action] {
+			e.t.Errorf("%s audit rows of execution %s: got %d, want %d", action, id, n, want[action])
+		}
+	}
 }
 
 func (e *env) count(sql string, args ...any) int {

@@ -134,9 +134,7 @@ func TestCancelARollbackWaitingForAnAnswer(t *testing.T) {
 		AND action = 'execution.rollback_cancel' AND actor_name = 'carol' AND result = 'success'`, ex.ID); n != 1 {
 		t.Errorf("rollback cancel audit rows by carol: got %d, want 1", n)
 	}
-	if n := e.audits(ex.ID, "execution.step_interrupted"); n != 1 {
-		t.Errorf("step interrupted audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.step_interrupted": 1})
 	e.bothTopics(ex.ID, "rollback.failed", 1)
 
 	// Final: no second rollback, no second cancel.
@@ -226,7 +224,5 @@ func TestSweepSettlesTheStepOfACancelledRollback(t *testing.T) {
 	if c, err := e.app.Grants.GetCollaboration(e.ctx, q); err != nil || c.Status != grants.StatusCancelled {
 		t.Errorf("the undo step's question: %v %+v, want cancelled", err, c)
 	}
-	if n := e.audits(ex.ID, "execution.step_interrupted"); n != 1 {
-		t.Errorf("step interrupted audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.step_interrupted": 1})
 }

@@ -40,9 +40,7 @@ func TestSealCoversRequesterAtRun(t *testing.T) {
 	if st := e.steps(ex.ID); st[0].Status != executions.StepSkipped {
 		t.Errorf("its step: got %s, want skipped", st[0].Status)
 	}
-	if n := e.audits(ex.ID, "execution.plan_hash_mismatch"); n != 1 {
-		t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.plan_hash_mismatch": 1})
 }
 
 // A plan awaiting approval whose conversation, requester kind, role or name is
@@ -101,9 +99,7 @@ func TestSealCoversSecretArgs(t *testing.T) {
 	if got := e.get(ex.ID); got.Status != executions.Cancelled {
 		t.Fatalf("got %s, want cancelled", got.Status)
 	}
-	if n := e.audits(ex.ID, "execution.plan_hash_mismatch"); n != 1 {
-		t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.plan_hash_mismatch": 1})
 }
 
 // sealV1 is an execution's seal as Toolwarden made it before v2: the MAC of the id and
@@ -171,9 +167,7 @@ func TestSealV1RefusedAtRollback(t *testing.T) {
 	if got := e.get(ex.ID); got.Status != executions.Failed {
 		t.Errorf("got %s, want it left failed", got.Status)
 	}
-	if n := e.audits(ex.ID, "execution.approve.refused"); n != 1 {
-		t.Errorf("refusals recorded: %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.approve.refused": 1})
 }
 
 // Reseal (a key rotation) leaves a v1 seal made with the key rotated away as it is:

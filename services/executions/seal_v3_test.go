@@ -52,9 +52,7 @@ func TestSealCoversRiskLevel(t *testing.T) {
 	if st := e.steps(altered.ID); st[0].Status != executions.StepSkipped {
 		t.Errorf("its step: got %s, want skipped (never run)", st[0].Status)
 	}
-	if n := e.audits(altered.ID, "execution.plan_hash_mismatch"); n != 1 {
-		t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(altered.ID, map[string]int{"execution.plan_hash_mismatch": 1})
 	if got := e.waitEnded(kept.ID, 30*time.Second); got.Status != executions.Success {
 		t.Fatalf("the plan left as it was: got %s (%q), want success", got.Status, got.Error)
 	}

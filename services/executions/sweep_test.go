@@ -151,9 +151,7 @@ func TestSweepRefusesAnUnapprovedExecution(t *testing.T) {
 		if st := e.steps(id); st[0].Status != executions.StepSkipped {
 			t.Errorf("its step: got %s, want skipped", st[0].Status)
 		}
-		if n := e.audits(id, "execution.plan_hash_mismatch"); n != 1 {
-			t.Errorf("execution.plan_hash_mismatch audit rows: got %d, want 1", n)
-		}
+		e.wantAudits(id, map[string]int{"execution.plan_hash_mismatch": 1})
 	}
 }
 

@@ -174,9 +174,7 @@ func TestCancelWhileStepWaits(t *testing.T) {
 		t.Errorf("after the job's last run: %s, want still cancelled", got.Status)
 	}
 	check("after the job's last run")
-	if n := e.audits(ex.ID, "execution.cancel"); n != 1 {
-		t.Errorf("execution.cancel audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.cancel": 1})
 	checkInvariant(t, e, ex.ID)
 }
 

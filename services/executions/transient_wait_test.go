@@ -140,12 +140,7 @@ func TestRollbackWaitsForDisabledUndoTool(t *testing.T) {
 	if st := e.stepAt(t, ex.ID, executions.PhaseRollback, 1); st.Status != executions.StepSucceeded || st.Error != "" {
 		t.Errorf("undo step 2: %s %q, want succeeded with no error", st.Status, st.Error)
 	}
-	if n := e.audits(ex.ID, "execution.stale"); n != 0 {
-		t.Errorf("execution.stale audit rows: got %d, want none", n)
-	}
-	if n := e.audits(ex.ID, "execution.rolled_back"); n != 1 {
-		t.Errorf("execution.rolled_back audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.stale": 0, "execution.rolled_back": 1})
 	checkInvariant(t, e, ex.ID)
 }
 
@@ -170,12 +165,7 @@ func TestRollbackGivesUpOnDisabledUndoTool(t *testing.T) {
 	if st := e.stepAt(t, ex.ID, executions.PhaseRollback, 1); st.Status != executions.StepSkipped {
 		t.Errorf("undo step 2: %s, want skipped", st.Status)
 	}
-	if n := e.audits(ex.ID, "execution.stale"); n != 0 {
-		t.Errorf("execution.stale audit rows: got %d, want none", n)
-	}
-	if n := e.audits(ex.ID, "execution.rollback_failed"); n != 1 {
-		t.Errorf("execution.rollback_failed audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.stale": 0, "execution.rollback_failed": 1})
 	checkInvariant(t, e, ex.ID)
 }
 
@@ -202,9 +192,7 @@ func TestRollbackStepStale(t *testing.T) {
 	if st := e.stepAt(t, ex.ID, executions.PhaseRollback, 0); st.Status != executions.StepSucceeded {
 		t.Errorf("undo step 1: %s, want succeeded", st.Status)
 	}
-	if n := e.audits(ex.ID, "execution.stale"); n != 1 {
-		t.Errorf("execution.stale audit rows: got %d, want 1", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.stale": 1})
 	checkInvariant(t, e, ex.ID)
 }
 
@@ -241,8 +229,6 @@ func TestRunWaitsForDisabledTool(t *testing.T) {
 			t.Errorf("step %d: %s %q, want succeeded with no error", st.Position+1, st.Status, st.Error)
 		}
 	}
-	if n := e.audits(ex.ID, "execution.stale"); n != 0 {
-		t.Errorf("execution.stale audit rows: got %d, want none", n)
-	}
+	e.wantAudits(ex.ID, map[string]int{"execution.stale": 0})
 	checkInvariant(t, e, ex.ID)
 }
