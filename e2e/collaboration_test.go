@@ -19,14 +19,7 @@ import (
 // call receives the answer, and the card says it was answered.
 func TestBrowserCollaborationAnswer(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	srv.App.Enable(t, "builtin__user_collaboration")
-	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{srv.Token(t, "admin")}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	srv, cs := collaborationAgent(t)
 
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -80,14 +73,7 @@ func TestBrowserCollaborationAnswer(t *testing.T) {
 // on the line that says so.
 func TestBrowserCollaborationEmptyAnswer(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	srv.App.Enable(t, "builtin__user_collaboration")
-	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{srv.Token(t, "admin")}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	srv, cs := collaborationAgent(t)
 	// A failure leaves the call waiting: cancelled first, so that closing does not wait.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -162,4 +148,19 @@ func TestBrowserCollaborationEmptyAnswer(t *testing.T) {
 	}
 	b.waitJS("the focus is on the answered line", `document.activeElement?.dataset.testid === "collaboration-answered"`)
 	b.checkConsole()
+}
+
+// collaborationAgent starts Toolwarden with builtin__user_collaboration enabled and
+// connects an agent (the go-sdk client, an admin's token) to its /mcp.
+func collaborationAgent(t *testing.T) (*webtest.Server, *mcp.ClientSession) {
+	t.Helper()
+	srv := webtest.Start(t, &webtest.Options{Builtin: true})
+	srv.App.Enable(t, "builtin__user_collaboration")
+	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{srv.Token(t, "admin")}}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return srv, cs
 }

@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"context"
-	"net/http"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolwarden/toolwarden/app/webtest"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -94,14 +92,7 @@ func TestBrowserRoleChangeReloadsPage(t *testing.T) {
 // when none is left, and the page says why.
 func TestBrowserQuestionEndedElsewhereKeepsFocus(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, &webtest.Options{Builtin: true})
-	srv.App.Enable(t, "builtin__user_collaboration")
-	tr := &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", HTTPClient: &http.Client{Transport: bearerRT{srv.Token(t, "admin")}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1.0"}, nil).Connect(context.Background(), tr, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	srv, cs := collaborationAgent(t)
 	elsewhere := srv.Login(t, "admin", webtest.AdminPassword)
 	answer := func(id string) {
 		t.Helper()
