@@ -15,9 +15,7 @@ import (
 // runs, and reading too much only raises the level.
 func TestCommandRiskDestructiveForms(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd, why string // why: a part of the reason; "" for no rule
-	}{
+	checkCommandRisk(t, []riskCase{
 		// find and xargs deleting what they find or list.
 		{`find . -delete`, "find -delete"},
 		{`find ~ -exec rm {} +`, "find -exec rm"},
@@ -98,18 +96,7 @@ func TestCommandRiskDestructiveForms(t *testing.T) {
 		{`python3 remove_dups.py`, ""},
 		{`perl -ne 'print if /x/' notes.txt`, ""},
 		{`node -e 'console.log(1)'`, ""},
-	} {
-		l, why, ok := CommandRisk(tc.cmd)
-		if tc.why == "" {
-			if ok {
-				t.Errorf("%q: %v %q, want no rule", tc.cmd, l, why)
-			}
-			continue
-		}
-		if !ok || l != risk.High || !strings.Contains(why, tc.why) {
-			t.Errorf("%q: %v %q %v, want high for %q", tc.cmd, l, why, ok, tc.why)
-		}
-	}
+	})
 }
 
 // The rules rate send_input's typed lines too: a destructive form typed at a shell is

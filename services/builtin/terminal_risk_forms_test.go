@@ -12,9 +12,7 @@ import (
 // shell, not only a download. Arithmetic, arrays and ordinary pipes stay unflagged.
 func TestCommandRiskVariablesRecursionAndShellPipes(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		cmd, why string // why: a part of the reason; "" for no rule
-	}{
+	checkCommandRisk(t, []riskCase{
 		// A command word held in a variable.
 		{`a=rm; $a -rf /`, "builds the command"},
 		{`${a} -rf x`, "builds the command"},
@@ -61,18 +59,7 @@ func TestCommandRiskVariablesRecursionAndShellPipes(t *testing.T) {
 		{`ls | shuf`, ""},
 		{`sha256sum x | cut -c1-8`, ""},
 		{`cat x | grep sh`, ""},
-	} {
-		l, why, ok := CommandRisk(tc.cmd)
-		if tc.why == "" {
-			if ok {
-				t.Errorf("%q: %v %q, want no rule", tc.cmd, l, why)
-			}
-			continue
-		}
-		if !ok || l != risk.High || !strings.Contains(why, tc.why) {
-			t.Errorf("%q: %v %q %v, want high for %q", tc.cmd, l, why, ok, tc.why)
-		}
-	}
+	})
 }
 
 // joinedRisk rates the line a send_input finishes with what the line already held: the
@@ -113,6 +100,27 @@ func TestJoinedRisk(t *testing.T) {
 		}
 		if string(held.line) != string(was.line) || held.shellEdited != was.shellEdited || string(held.pending) != string(was.pending) {
 			t.Errorf("%.60q then %q: the held line changed to %.60q", tc.held, tc.input, string(held.line))
+		}
+	}
+}
+
+// riskCase is a command line and a part of the reason the rules give for rating it
+// HIGH; why "" for a line no rule rates.
+type riskCase struct{ cmd, why string }
+
+// checkCommandRisk checks CommandRisk on each case.
+func checkCommandRisk(t *testing.T, cases []riskCase) {
+	t.Helper()
+	for _, tc := range cases {
+		l, why, ok := CommandRisk(tc.cmd)
+		if tc.why == "" {
+			if ok {
+				t.Errorf("%q: %v %q, want no rule", tc.cmd, l, why)
+			}
+			continue
+		}
+		if !ok || l != risk.High || !strings.Contains(why, tc.why) {
+			t.Errorf("%q: %v %q %v, want high for %q", tc.cmd, l, why, ok, tc.why)
 		}
 	}
 }
