@@ -116,7 +116,7 @@ func TestAllSkippedRollbackIsNotRolledBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := e.get(ex.ID)
-	if got.Status != executions.RollbackFailed || got.Error != "step 1 (mt__echo) is skipped, not succeeded, so the rollback did not complete" {
+	if got.Status != executions.RollbackFailed || got.Error != "undo step 1 (mt__echo, which undoes step 1) is skipped, not succeeded, so the rollback did not complete" {
 		t.Fatalf("after the rollback job: %s %q; want rollback_failed, saying its step never succeeded", got.Status, got.Error)
 	}
 	e.wantAudits(ex.ID, map[string]int{"execution.rolled_back": 0, "execution.rollback_failed": 1})

@@ -286,7 +286,7 @@ func (s *Service) settleInterrupted(ctx context.Context, ex *Execution) error {
 		if err := skipPending(ctx, tx, ex.ID, phase); err != nil {
 			return fmt.Errorf("executions: skip after an interrupted step: %w", err)
 		}
-		msg := fmt.Sprintf("interrupted: Toolwarden%s stopped while step %d ran", on, positions[0]+1)
+		msg := fmt.Sprintf("interrupted: Toolwarden%s stopped while %s %d ran", on, stepWord(phase), positions[0]+1)
 		out, err := s.apply(ctx, tx, ex.ID, change{from: []Status{ex.Status}, to: to, want: "failed",
 			set: map[string]any{"error": msg, "finished_at": s.opts.Now()}, actor: audit.System, action: "execution.interrupted",
 			event: announce(func(b events.Execution) events.ExecutionEnded {
@@ -418,7 +418,7 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			// A step failed and the runner stopped before it failed the execution:
 			// the rest must not run.
 			return s.finish(context.WithoutCancel(ctx), ex, phase,
-				fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, st.Error))
+				fmt.Sprintf("%s failed: %s", stepLabel(st), st.Error))
 		}
 		if st.Status != StepPending {
 			continue
@@ -747,7 +747,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 		// recorded stands, and this runner stops.
 		return "", errSettledElsewhere
 	case status == StepFailed:
-		return fmt.Sprintf("step %d (%s) failed: %s", st.Position+1, st.Tool, msg), nil
+		return fmt.Sprintf("%s failed: %s", stepLabel(st), msg), nil
 	}
 	return "", nil
 }
@@ -1089,7 +1089,7 @@ func notSucceeded(steps []Step, phase string) string {
 	}
 	for _, st := range steps {
 		if st.Phase == phase && st.Status != StepSucceeded {
-			return fmt.Sprintf("step %d (%s) is %s, not succeeded, so the %s did not complete", st.Position+1, st.Tool, st.Status, what)
+			return fmt.Sprintf("%s is %s, not succeeded, so the %s did not complete", stepLabel(st), st.Status, what)
 		}
 	}
 	return ""

@@ -412,7 +412,10 @@ func TestRollback(t *testing.T) {
 			if !isConflict(err) {
 				t.Errorf("a second rollback: got %v, want a *ConflictError", err)
 			}
-			e.waitStatus(ex.ID, tc.want, 20*time.Second)
+			end := e.waitStatus(ex.ID, tc.want, 20*time.Second)
+			if tc.want == executions.RollbackFailed && !strings.HasPrefix(end.Error, "undo step 1 (mt__fail, which undoes step 2) failed: ") {
+				t.Errorf("error: got %q, want it to name the undo step as one", end.Error)
+			}
 			var run, undo []string
 			for _, st := range e.steps(ex.ID) {
 				if st.Phase == executions.PhaseRollback {
