@@ -102,9 +102,14 @@ func TestApplyDiscoveryNameListedWithTwoDefinitions(t *testing.T) {
 	if !slices.Equal(runs[0].LeftOutNames, []string{d.LeftOutNames[0], want[0]}) {
 		t.Fatalf("run names: got %q, want the session's then read_file", runs[0].LeftOutNames)
 	}
-	// Unavailable, like a tool no longer listed: no tool.disable entry (nothing changed state).
+	// Unavailable, like a tool no longer listed: no tool.disable entry (nothing changed
+	// state), one tool.unavailable saying why.
 	if n := f.count(`SELECT count(*) FROM audit_log WHERE id > $1 AND action = 'tool.disable'`, before); n != 0 {
 		t.Fatalf("got %d tool.disable entries, want none", n)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE id > $1 AND action = 'tool.unavailable' AND target_id = $2
+		AND payload->>'reason' = 'listed with different definitions'`, before, rf.ID); n != 1 {
+		t.Fatalf("got %d tool.unavailable entries saying why, want 1", n)
 	}
 
 	// Listed once with the vetted definition: back, still enabled.
@@ -125,9 +130,13 @@ func TestApplyDiscoveryNameListedWithTwoDefinitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(page.Items) != 1 || page.Items[0].Action != "tool.disable" || page.Items[0].ActorName != "system" ||
+	var actions []string
+	for _, it := range page.Items {
+		actions = append(actions, it.Action)
+	}
+	if !slices.Equal(actions, []string{"tool.disable", "tool.available", "tool.unavailable"}) || page.Items[0].ActorName != "system" ||
 		page.Items[0].TargetName != "twice__read_file" {
-		t.Fatalf("audit of read_file: got %+v, want one tool.disable by the system", page.Items)
+		t.Fatalf("audit of read_file: got %v, want tool.unavailable, tool.available, then tool.disable by the system: %+v", actions, page.Items)
 	}
 	var payload map[string]any
 	if err := json.Unmarshal(page.Items[0].Payload, &payload); err != nil {

@@ -1069,7 +1069,7 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID, server st
 			res.Unchanged++
 		case cur.DefinitionHash == hash:
 			// Listed again after being missing: the same definition, available again.
-			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name})
+			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Was: cur.Status})
 			res.Updated++
 			note(def.Name)
 		default:
@@ -1106,10 +1106,20 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID, server st
 		}
 	}
 	res.Total = len(seen)
+	var clashed map[string]bool // the names listed, made once an enabled tool went: those not seen clashed
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		cur := byName[name]
 		if !seen[name] && cur.Available {
-			w.Gone = append(w.Gone, cur.ID)
+			why := "no longer listed"
+			if cur.Status == toolstate.Enabled {
+				if clashed == nil {
+					clashed = listedNames(d.Tools)
+				}
+				if clashed[name] {
+					why = "listed with different definitions"
+				}
+			}
+			w.Gone = append(w.Gone, tools.Gone{ID: cur.ID, Name: cur.Name, Status: cur.Status, Why: why})
 			res.Removed++
 			note(name)
 		}
@@ -1190,6 +1200,16 @@ func HashListing(tools []ToolDef) []ListedTool {
 		out = slices.DeleteFunc(out, func(l ListedTool) bool { return clash[l.Def.Name] })
 	}
 	return slices.Clip(out)
+}
+
+// listedNames is the set of names tools has: a name in it that the listing left out
+// was listed with different definitions.
+func listedNames(tools []ToolDef) map[string]bool {
+	m := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		m[t.Name] = true
+	}
+	return m
 }
 
 // listedClash is a name HashListing left out: listed n times with different definitions.

@@ -28,7 +28,7 @@ func TestAutoEnableSkipsUnavailable(t *testing.T) {
 			Description: "Does " + name + " for the tests and returns what it did.", InputSchema: json.RawMessage(`{"type":"object","properties":{}}`)}}
 	}
 	err := db.WithTx(f.ctx, f.pool, func(tx pgx.Tx) error {
-		_, err := tools.StoreDiscovery(f.ctx, tx, srv, tools.DiscoveryWrite{Actor: "system", Gone: []string{gone}, Seen: []string{"lookup"},
+		_, err := tools.StoreDiscovery(f.ctx, tx, srv, tools.DiscoveryWrite{Actor: "system", Gone: []tools.Gone{{ID: gone, Name: "old_lookup", Status: toolstate.Discovered, Why: "no longer listed"}}, Seen: []string{"lookup"},
 			Waiting: []toolstate.Pending{pending(gone, "old_lookup"), pending(listed, "lookup")}})
 		return err
 	})

@@ -70,11 +70,20 @@ type HistoryRow struct {
 	Metadata json.RawMessage
 }
 
+// Gone is a stored tool a discovery takes out of the listing: no longer listed, or
+// listed with different definitions. It is unavailable from now on, its state kept.
+type Gone struct {
+	ID     string
+	Name   string
+	Status string // its state as the discovery read it
+	Why    string // what the tool's audit entry gives as the reason, when it was enabled
+}
+
 // DiscoveryWrite is what one discovery changes in a server's tools.
 type DiscoveryWrite struct {
 	New      []NewTool
 	Relisted []Relisted // in the order the server listed them
-	Gone     []string   // ids of tools no longer listed: unavailable from now on
+	Gone     []Gone     // tools no longer listed: unavailable from now on
 	Seen     []string   // names of tools listed unchanged: seen now
 	History  []HistoryRow
 	// Waiting are the server's other tools whose definition awaits validation
@@ -179,7 +188,11 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 			changed.froms)
 	}
 	if len(w.Gone) > 0 {
-		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, w.Gone)
+		ids := make([]string, len(w.Gone))
+		for i, g := range w.Gone {
+			ids[i] = g.ID
+		}
+		batch.Queue(`/* tools.StoreDiscovery.unavailable */ UPDATE mcp_tools SET available = false, updated_at = now() WHERE id = ANY($1)`, ids)
 	}
 	if len(w.Seen) > 0 {
 		batch.Queue(`/* tools.StoreDiscovery.seen */ UPDATE mcp_tools SET last_seen = now() WHERE server_id = $1 AND name = ANY($2)`, serverID, w.Seen)
@@ -225,9 +238,11 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	}
 	if len(pending) == 0 {
 		if len(w.History) > 0 {
-			return nil, recordMoves(ctx, tx, historyRows(w.History), nil, chained{})
+			if err := recordMoves(ctx, tx, historyRows(w.History), nil, chained{}); err != nil {
+				return nil, err
+			}
 		}
-		return nil, nil
+		return nil, auditTakenOff(ctx, tx, w, nil)
 	}
 	j, err := jg.result(w.Actor)
 	if err != nil {
@@ -251,11 +266,14 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 	return j.out, auditTakenOff(ctx, tx, w, j.out)
 }
 
-// auditTakenOff appends a tool.disable entry by the system for each enabled tool whose
-// changed definition took it out of service (no policy enabled it again): the moves are
-// only in tool_state_history, which is not hash-chained, and the discovery's one entry
-// names at most 50 tools, so without it an auditor following the tool never sees when
-// it went off. One AppendBatch: a single insert however many tools changed.
+// auditTakenOff appends an entry by the system for each enabled tool the discovery took
+// out of service or gave back: tool.disable for one whose changed definition took it
+// out (no policy enabled it again), tool.unavailable for one no longer listed (or listed
+// with different definitions), tool.available for one listed again unchanged. The
+// moves are only in tool_state_history (not hash-chained) or in the availability flag,
+// and the discovery's one entry names at most 50 tools, so without them an auditor
+// following the tool never sees when it could not be called. One AppendBatch: a single
+// insert however many tools changed.
 func auditTakenOff(ctx context.Context, tx pgx.Tx, w DiscoveryWrite, out []toolstate.Outcome) error {
 	final := make(map[string]string, len(out))
 	for _, o := range out {
@@ -263,6 +281,11 @@ func auditTakenOff(ctx context.Context, tx pgx.Tx, w DiscoveryWrite, out []tools
 	}
 	var entries []audit.Entry
 	for _, r := range w.Relisted {
+		if r.Definition == nil && r.Was == toolstate.Enabled {
+			entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.available", TargetType: "tool", TargetID: r.ID,
+				TargetName: toolname.Join(w.Server, r.Name), Payload: map[string]any{"state": r.Was, "reason": "listed again"}})
+			continue
+		}
 		to, ok := final[r.ID]
 		if r.Definition == nil || r.Was != toolstate.Enabled || !ok || to == toolstate.Enabled {
 			continue
@@ -271,6 +294,12 @@ func auditTakenOff(ctx context.Context, tx pgx.Tx, w DiscoveryWrite, out []tools
 			TargetName: toolname.Join(w.Server, r.Name), Payload: map[string]any{"from": r.Was, "to": to,
 				"reason": "definition changed", "from_hash": r.WasHash, "to_hash": r.Definition.Hash,
 				"version": fmt.Sprintf("%d.%d", r.VersionMajor, r.VersionMinor)}})
+	}
+	for _, g := range w.Gone {
+		if g.Status == toolstate.Enabled {
+			entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.unavailable", TargetType: "tool", TargetID: g.ID,
+				TargetName: toolname.Join(w.Server, g.Name), Payload: map[string]any{"state": g.Status, "reason": g.Why}})
+		}
 	}
 	if len(entries) == 0 {
 		return nil

@@ -1,0 +1,41 @@
+package registry_test
+
+import (
+	"testing"
+)
+
+// TestEnabledToolNoLongerListedIsAudited: an enabled tool its server stops listing can
+// no longer be called, though its state stays enabled: it gets an audit entry of its own
+// (tool.unavailable by the system, saying why), and tool.available when it is listed
+// again; a tool that was not enabled gets neither (nothing callable changed).
+func TestEnabledToolNoLongerListedIsAudited(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sv := f.create(stdioSpec("shrinks"))
+	keep := tool("keep", "Keeps things as they are", nil)
+	on := tool("on", "Does a thing that was enabled", nil)
+	off := tool("off", "Does a thing never enabled", nil)
+	f.discover(sv.ID, discovery("connect", keep, on, off))
+	ids := f.toolsByName(sv.ID)
+	f.exec(`UPDATE mcp_tools SET status = 'enabled' WHERE id = $1`, ids["on"].ID)
+	entries := func(id, action, reason string) int {
+		return f.count(`SELECT count(*) FROM audit_log WHERE target_type = 'tool' AND target_id = $1 AND action = $2
+			AND actor_kind = 'system' AND payload->>'reason' = $3 AND payload->>'state' = 'enabled'`, id, action, reason)
+	}
+
+	f.discover(sv.ID, discovery("connect", keep))
+	if n := entries(ids["on"].ID, "tool.unavailable", "no longer listed"); n != 1 {
+		t.Errorf("the enabled tool gone: %d tool.unavailable entries, want 1", n)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE target_id = $1`, ids["off"].ID); n != 0 {
+		t.Errorf("the tool never enabled: %d audit entries, want none", n)
+	}
+
+	f.discover(sv.ID, discovery("connect", keep, on, off))
+	if n := entries(ids["on"].ID, "tool.available", "listed again"); n != 1 {
+		t.Errorf("the enabled tool back: %d tool.available entries, want 1", n)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE target_id = $1`, ids["off"].ID); n != 0 {
+		t.Errorf("the tool never enabled, back: %d audit entries, want none", n)
+	}
+}
