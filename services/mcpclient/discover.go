@@ -117,7 +117,7 @@ func (c *conn) discoverLocked(ctx context.Context, trigger string, actor audit.A
 	// (superseded, refused, failed): recorded first, so that a call landing between
 	// the store and this record is not checked against the list before.
 	d.Listed = registry.HashListing(d.Tools)
-	s.tools.record(gen, hashesOf(d.Listed))
+	s.tools.record(gen, hashesOf(d.Tools, d.Listed))
 	res, err := c.m.reg.ApplyDiscovery(ctx, c.cfg.ServerID, d)
 	if errors.Is(err, registry.ErrDiscoveryOvertaken) {
 		// Not a failure: another session stored a list begun after this one, and that is

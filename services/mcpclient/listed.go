@@ -28,11 +28,17 @@ type DefinitionError struct {
 	// Listed: the session lists the tool, with another definition; false: it does not
 	// list it at all.
 	Listed bool
+	// Differing: the session lists the tool more than once, with different definitions
+	// (Listed is true): which of them a call runs is the server's choice.
+	Differing bool
 }
 
 func (e *DefinitionError) Error() string {
 	if !e.Listed {
 		return fmt.Sprintf("mcpclient: call %s: the session does not list the tool", e.Tool)
+	}
+	if e.Differing {
+		return fmt.Sprintf("mcpclient: call %s: the session lists the tool more than once, with different definitions", e.Tool)
 	}
 	return fmt.Sprintf("mcpclient: call %s: the session lists another definition of the tool than the one vetted", e.Tool)
 }
@@ -81,17 +87,30 @@ func (s *sessionListing) forget() {
 // listedHashes is the definition hash of each tool of a listing as the registry stores
 // it for definition_hash (registry.HashListing), by name; tools already masked (maskTool).
 func listedHashes(tools []registry.ToolDef) map[string]string {
-	return hashesOf(registry.HashListing(tools))
+	return hashesOf(tools, registry.HashListing(tools))
 }
 
-// hashesOf is a hashed listing's hashes by name.
-func hashesOf(list []registry.ListedTool) map[string]string {
+// hashesOf is the hashes by name of list, tools hashed (registry.HashListing), and
+// differingHash for each name of tools the listing left out: listed more than once with
+// different definitions.
+func hashesOf(tools []registry.ToolDef, list []registry.ListedTool) map[string]string {
 	out := make(map[string]string, len(list))
 	for _, l := range list {
 		out[l.Def.Name] = l.Hash
 	}
+	if len(list) < len(tools) {
+		for _, t := range tools {
+			if _, ok := out[t.Name]; !ok {
+				out[t.Name] = differingHash
+			}
+		}
+	}
 	return out
 }
+
+// differingHash stands for the hash of a tool a session lists more than once, with
+// different definitions: no stored definition hash is empty, so no call matches it.
+const differingHash = ""
 
 // checkDefinition refuses a call of tool name on session s unless s lists it with the
 // definition hash want. A session that has listed nothing yet (just opened, or told of
@@ -114,7 +133,7 @@ func (c *conn) checkDefinition(ctx context.Context, s *session, name, want strin
 	c.m.log.Warn("mcpclient: call refused: the session does not list the definition of the tool that was vetted; discovering again",
 		"server", c.cfg.Name, "tool", c.masker.String(name), "listed", ok)
 	c.requestDiscovery("list_changed")
-	return &DefinitionError{Tool: name, Listed: ok}
+	return &DefinitionError{Tool: name, Listed: ok, Differing: ok && got == differingHash}
 }
 
 // listedNow lists session s's tools, unless another call did meanwhile, and records them.

@@ -150,8 +150,13 @@ func (r *Router) classify(cctx, ctx context.Context, e *entry, err error, timeou
 		// Refused before it was sent: this replica's session runs another definition than
 		// the vetted one. Not retried (asking again meets the same session).
 		lists := "lists a different definition of tool " + e.t.QualifiedName() + " than the one vetted"
-		if de := (*mcpclient.DefinitionError)(nil); errors.As(err, &de) && !de.Listed {
-			lists = "does not list tool " + e.t.QualifiedName()
+		if de := (*mcpclient.DefinitionError)(nil); errors.As(err, &de) {
+			switch {
+			case !de.Listed:
+				lists = "does not list tool " + e.t.QualifiedName()
+			case de.Differing:
+				lists = "lists tool " + e.t.QualifiedName() + " more than once, with different definitions (which one runs is the server's choice)"
+			}
 		}
 		return &Error{Fault: fault.Conflict(fault.KindConflict.String(), fmt.Sprintf(
 			"server %s's session on this replica %s; it is being discovered again, and the tool will need validating again",
