@@ -460,6 +460,9 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			if errors.Is(err, errStopped) {
 				return nil // the step is settled (or handed over): the job is done
 			}
+			if tr := (*transientRefused)(nil); errors.As(err, &tr) {
+				return s.waitTransient(ctx, cur, st, tr.b)
+			}
 			if sr := (*staleRefused)(nil); errors.As(err, &sr) {
 				// Refused by the router before its tool saw it: the plan is stale, as
 				// when checkBinding finds it so.
@@ -681,6 +684,11 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 				// The tool, its server's connection or its risk changed after checkBinding
 				// looked, and the tool never saw the call: a stale plan, not a failed step.
 				return "", s.refusedStale(ctx, ex, st, storableText(usage.RedactText(re.Message), maxStepError))
+			}
+			if re.Code == router.CodeToolDisabled && !re.Ran {
+				// Disabled (or its server not offering it) after checkBinding looked: the
+				// step waits for its tool, as when checkBinding finds it so.
+				return "", s.refusedTransient(ctx, ex, st, storableText(usage.RedactText(re.Message), maxStepError))
 			}
 			if re.Ran {
 				// Its server got the call (a timeout, an error after sending): a rollback
@@ -917,11 +925,40 @@ func (r *staleRefused) Error() string {
 	return "executions: a step was refused as stale: " + r.reason
 }
 
+// transientRefused is runStep's answer for a step the router refused at its call for a
+// reason that may pass (tool_disabled): b is the breach runPhase waits on.
+type transientRefused struct{ b *breach }
+
+func (r *transientRefused) Error() string {
+	return "executions: a step's tool cannot be called for now: " + r.b.detail
+}
+
+// refusedTransient leaves step st, refused by the router as tool_disabled (reason), as
+// refusedStale leaves a stale one, pending, for runPhase to wait for its tool.
+func (s *Service) refusedTransient(ctx context.Context, ex *Execution, st Step, reason string) error {
+	if err := s.putBack(ctx, ex, st); err != nil {
+		return err
+	}
+	at := st
+	return &transientRefused{b: &breach{action: actionStale, reason: stepLabel(st) + ": " + reason, step: &at, detail: reason, transient: true}}
+}
+
 // refusedStale leaves step st, refused by the router as stale (reason), as a breach
 // found by checkBinding leaves it: pending (its call id kept, naming the refused
 // call's records), for the transition that ends the phase to skip with the rest, or
 // for a retried job to refuse again should that transition not commit.
 func (s *Service) refusedStale(ctx context.Context, ex *Execution, st Step, reason string) error {
+	if err := s.putBack(ctx, ex, st); err != nil {
+		return err
+	}
+	s.log.Info("executions: the router refused a step as stale", "execution", ex.ID, "step", st.Position+1,
+		"tool", st.Tool, "reason", reason)
+	return &staleRefused{reason: reason}
+}
+
+// putBack makes running step st, refused by the router before its tool saw it, pending
+// again; a cancel that committed first has the phase's pending steps skipped with it.
+func (s *Service) putBack(ctx context.Context, ex *Execution, st Step) error {
 	bg := context.WithoutCancel(ctx)
 	want := Executing
 	if st.Phase == PhaseRollback {
@@ -949,12 +986,7 @@ func (s *Service) refusedStale(ctx context.Context, ex *Execution, st Step, reas
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	s.log.Info("executions: the router refused a step as stale", "execution", ex.ID, "step", st.Position+1,
-		"tool", st.Tool, "reason", reason)
-	return &staleRefused{reason: reason}
+	return err
 }
 
 // ranNote begins the error of a step that failed after its server got the call, which
