@@ -2,8 +2,10 @@ package handlers
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/labstack/echo/v4"
 
@@ -83,7 +85,31 @@ func (h ToolPageHandler) SetAccess(c echo.Context) error {
 		return err
 	}
 	a.Notice = msg
+	// The panel is swapped whole and the focus stays on Save (or goes to a neighbouring
+	// row after a Remove): a notice inserted with its text is not reliably read, so the
+	// page's lasting live region says it too.
+	announceHX(c, msg)
 	return render(c, http.StatusOK, views.ToolAccessPanel(toolCard(it), *a))
+}
+
+// announceHX has an htmx answer said aloud by the page's #announce live region: the
+// HX-Trigger event tw-announce, which app.js passes to its announce. The header is
+// ASCII (JSON \u escapes), since browsers read header bytes as Latin-1.
+func announceHX(c echo.Context, msg string) {
+	b, _ := json.Marshal(map[string]string{"tw-announce": msg}) // a map of strings always marshals
+	var h strings.Builder
+	for _, r := range string(b) {
+		switch {
+		case r < 0x80:
+			h.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&h, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&h, `\u%04x`, r)
+		}
+	}
+	c.Response().Header().Set("HX-Trigger", h.String())
 }
 
 // parseAccess checks the form (every problem at once) and reads its access field:

@@ -278,6 +278,13 @@
       box.announceTimer = setTimeout(function () { box.textContent = ""; }, 5000);
     }, 100);
   }
+  // An htmx answer that swaps its notice in with the new content (a new live region is
+  // not reliably read) has it said here too: HX-Trigger {"tw-announce": "text"}, fired
+  // on the element that asked (htmx gives a plain value as detail.value).
+  document.addEventListener("tw-announce", function (e) {
+    var text = e.detail && e.detail.value;
+    if (typeof text === "string" && text) announce(text, e.target);
+  });
 
   // Tabs: [data-tabs] is a role=tablist of buttons (role=tab, aria-controls=panel id).
   // A click or Enter selects a tab; the arrow keys, Home and End move between tabs and
