@@ -12,6 +12,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/events"
 	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/jobs"
+	"github.com/toolwarden/toolwarden/services/memory"
 )
 
 // onceArgs is the periodic job of a Once component, by name.
@@ -82,7 +83,8 @@ const eventRetention = 7 * 24 * time.Hour
 const conversationRetention = 90 * 24 * time.Hour
 
 // prune removes ended sessions, old sign-in failures, old health checks and discovery
-// records, old events, old assistant conversations and the rows of replicas long dead.
+// records, old events, old assistant conversations, todo lists unchanged for 90 days and
+// the rows of replicas long dead.
 // Each step runs whatever the others did: one that keeps failing does not keep the
 // rest from their work.
 func (a *App) prune(ctx context.Context) error {
@@ -99,6 +101,8 @@ func (a *App) prune(ctx context.Context) error {
 			return drop(events.Prune(ctx, a.Pool, time.Now().Add(-eventRetention), executions.TopicOf("")))
 		}},
 		{"conversations", func() error { return drop(a.Assistant.Prune(ctx, conversationRetention)) }},
+		// The person-wide todo limit's refusal promises this (services/memory).
+		{"todo lists", func() error { return drop(a.Memory.PruneTodos(ctx, memory.TodosKept)) }},
 		{"replicas", func() error { return a.Replicas.Prune(ctx) }},
 	}
 	var errs []error

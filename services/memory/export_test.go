@@ -14,3 +14,11 @@ func SetBytesLimit(n int64) (restore func()) {
 	bytesCap = n
 	return func() { bytesCap = b }
 }
+
+// SetPruneBatch sets how many lists PruneTodos removes in a transaction for a test and
+// returns what puts it back.
+func SetPruneBatch(n int) (restore func()) {
+	b := pruneBatch
+	pruneBatch = n
+	return func() { pruneBatch = b }
+}

@@ -41,10 +41,19 @@ const (
 	MaxBytes = 64 << 20
 )
 
+// TodosKept is how long a conversation's todo list that nobody changed is kept: on
+// /mcp every client session without a conversation id is a conversation of its own, and
+// nothing lists them for the person to clear, so without it a person would reach
+// MaxPersonTodos for good. A change is an add, a write or a completion (the times a
+// todo keeps); a rename or a move to in-progress alone does not count.
+const TodosKept = 90 * 24 * time.Hour
+
 // The limits as applied (tests lower them).
 var (
 	notesCap, personTodosCap = MaxNotes, MaxPersonTodos
 	bytesCap                 = int64(MaxBytes)
+	// pruneBatch is how many conversations' lists PruneTodos removes in a transaction.
+	pruneBatch = 100
 )
 
 // Service keeps the notes and todos.
@@ -125,16 +134,29 @@ func owned(o Owner) error {
 	if o.UserID == "" {
 		return fault.Invalid("no_owner", "memory belongs to a person; this call was made by nobody", nil)
 	}
+	return noNUL("invalid_conversation", "conversation_id", o.ConversationID)
+}
+
+// noNUL refuses a text PostgreSQL cannot take (JSON may carry \u0000; a text column
+// or jsonb may not): unchecked, the database's "invalid byte sequence" came back naming
+// no field.
+func noNUL(code, field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return fault.Invalid(code, field+`: contains a NUL character (\u0000), which cannot be stored or searched for`, nil)
+	}
 	return nil
 }
 
 func cleanTags(tags []string) ([]string, error) {
 	out := []string{}
-	for _, t := range tags {
+	for i, t := range tags {
 		t = strings.ToLower(strings.TrimSpace(t))
 		if utf8.RuneCountInString(t) > MaxTag {
 			// Unbounded, 20 tags of 200,000 characters made a note (and its audit row) 4 MB.
 			return nil, fault.Invalid("invalid_tags", fmt.Sprintf("tags: each at most %d characters", MaxTag), nil)
+		}
+		if err := noNUL("invalid_tags", fmt.Sprintf("tags[%d]", i), t); err != nil {
+			return nil, err
 		}
 		if t != "" && !contains(out, t) {
 			out = append(out, t)
@@ -163,6 +185,9 @@ func (s *Service) Store(ctx context.Context, o Owner, content string, tags []str
 	content = strings.TrimSpace(content)
 	if content == "" || len([]rune(content)) > MaxContent {
 		return Memory{}, fault.Invalid("invalid_content", fmt.Sprintf("content: between 1 and %d characters", MaxContent), nil)
+	}
+	if err := noNUL("invalid_content", "content", content); err != nil {
+		return Memory{}, err
 	}
 	tags, err := cleanTags(tags)
 	if err != nil {
@@ -231,6 +256,9 @@ func (s *Service) Search(ctx context.Context, o Owner, query string, limit int) 
 	if strings.TrimSpace(query) == "" {
 		return nil, fault.Invalid("invalid_query", "query: say what to look for", nil)
 	}
+	if err := noNUL("invalid_query", "query", query); err != nil {
+		return nil, err
+	}
 	if limit <= 0 || limit > MaxResults {
 		limit = 10
 	}
@@ -241,16 +269,29 @@ func (s *Service) Search(ctx context.Context, o Owner, query string, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("memory: search: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Memory, error) {
+	return collectMemories(rows, "search")
+}
+
+// collectMemories reads the notes of a search or a list; a failure that comes only as
+// the rows are read (the query's own, on the server) says which.
+func collectMemories(rows pgx.Rows, what string) ([]Memory, error) {
+	ms, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Memory, error) {
 		var m Memory
 		err := r.Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt, &m.Rank)
 		return m, err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("memory: %s: %w", what, err)
+	}
+	return ms, nil
 }
 
 // List returns the person's newest notes, those with tag only when tag is set.
 func (s *Service) List(ctx context.Context, o Owner, tag string, limit int) ([]Memory, error) {
 	if err := owned(o); err != nil {
+		return nil, err
+	}
+	if err := noNUL("invalid_tag", "tag", tag); err != nil {
 		return nil, err
 	}
 	if limit <= 0 || limit > MaxResults {
@@ -262,11 +303,7 @@ func (s *Service) List(ctx context.Context, o Owner, tag string, limit int) ([]M
 	if err != nil {
 		return nil, fmt.Errorf("memory: list: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Memory, error) {
-		var m Memory
-		err := r.Scan(&m.ID, &m.ConversationID, &m.Content, &m.Tags, &m.CreatedAt, &m.Rank)
-		return m, err
-	})
+	return collectMemories(rows, "list")
 }
 
 // ErrNotFound is a note or todo the person does not have.
@@ -275,6 +312,9 @@ var ErrNotFound = fault.NotFound("memory")
 // Delete removes one of the person's notes.
 func (s *Service) Delete(ctx context.Context, o Owner, id string) error {
 	if err := owned(o); err != nil {
+		return err
+	}
+	if err := noNUL("invalid_id", "id", id); err != nil {
 		return err
 	}
 	return s.change(ctx, o, "memory.delete", "memory", func(tx pgx.Tx) (string, map[string]any, error) {
@@ -298,23 +338,31 @@ func scanTodo(row pgx.Row) (Todo, error) {
 	return t, err
 }
 
-func checkTitle(title string) (string, error) {
+// checkTitle trims a title and checks it; field is how the caller named it ("title",
+// "todos[3].title").
+func checkTitle(field, title string) (string, error) {
 	title = strings.TrimSpace(title)
 	if title == "" || utf8.RuneCountInString(title) > MaxTitle {
-		return "", fault.Invalid("invalid_title", fmt.Sprintf("title: between 1 and %d characters", MaxTitle), nil)
+		return "", fault.Invalid("invalid_title", fmt.Sprintf("%s: between 1 and %d characters once trimmed", field, MaxTitle), nil)
+	}
+	if err := noNUL("invalid_title", field, title); err != nil {
+		return "", err
 	}
 	return title, nil
 }
 
-func checkStatus(status string) (string, error) {
+func checkStatus(field, status string) (string, error) {
 	if status == "" {
 		return TodoNotStarted, nil
 	}
 	if !contains(TodoStatuses, status) {
-		return "", fault.Invalid("invalid_status", "status: one of "+strings.Join(TodoStatuses, ", "), nil)
+		return "", fault.Invalid("invalid_status", field+": one of "+strings.Join(TodoStatuses, ", "), nil)
 	}
 	return status, nil
 }
+
+// item names field of a batch's i-th todo ("todos[3].title").
+func item(i int, field string) string { return fmt.Sprintf("todos[%d].%s", i, field) }
 
 // lockList serializes the changes of one conversation's todo list, first in their
 // transaction (before any row or the journal lock): AddTodo's count then holds until it
@@ -341,8 +389,23 @@ func personTodosRoom(ctx context.Context, tx pgx.Tx, o Owner, n int) error {
 		return fmt.Errorf("memory: count the todos: %w", err)
 	}
 	if have+n > personTodosCap {
+		// The person cannot list their conversations (on /mcp each client session may be
+		// one), so the refusal says when room comes back on its own.
+		var oldest *time.Time
+		if err := tx.QueryRow(ctx, `/* memory.personTodos.oldest */ SELECT min(changed) FROM (
+			SELECT max(greatest(created_at, done_at)) AS changed FROM todos WHERE user_id = $1 GROUP BY conversation_id) l`,
+			o.UserID).Scan(&oldest); err != nil {
+			return fmt.Errorf("memory: the oldest todo list: %w", err)
+		}
+		when := ""
+		if oldest != nil {
+			when = fmt.Sprintf(" (your oldest, unchanged since %s, goes after %s)",
+				oldest.UTC().Format(time.DateOnly), oldest.Add(TodosKept).UTC().Format(time.DateOnly))
+		}
 		return fault.Invalid("todos_full", fmt.Sprintf("todos: your lists hold %d items in all conversations, and %d is the most a "+
-			"person may keep; write the lists of finished conversations again without their items, then add", have, personTodosCap), nil)
+			"person may keep. A conversation's list unchanged for %d days is removed on its own%s; to make room now, clear the "+
+			"lists no longer needed (manage_todos write with an empty list, in their conversation), then add",
+			have, personTodosCap, int(TodosKept.Hours()/24), when), nil)
 	}
 	return nil
 }
@@ -361,7 +424,7 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 	if err := owned(o); err != nil {
 		return Todo{}, err
 	}
-	title, err := checkTitle(title)
+	title, err := checkTitle("title", title)
 	if err != nil {
 		return Todo{}, err
 	}
@@ -390,14 +453,18 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 	return t, err
 }
 
-func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange) (Todo, error) {
+// updateTodo changes one todo; field names its id as the caller gave it ("id",
+// "todos[7].id").
+func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange, field string) (Todo, error) {
 	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.UpdateTodo */ UPDATE todos SET title = coalesce(nullif($4, ''), title),
 			status = coalesce(nullif($5, ''), status),
 			done_at = CASE WHEN coalesce(nullif($5, ''), status) = 'completed' THEN coalesce(done_at, now()) END
 		WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING `+todoColumns,
 		c.ID, o.UserID, o.ConversationID, c.Title, c.Status))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Todo{}, fault.NotFound("todo")
+		// Another conversation's todo is not found either: say so, as the id may be right.
+		return Todo{}, fault.NotFound("todo").Withf("%s: no todo %q in this conversation's list "+
+			"(a todo belongs to the conversation it was added in)", field, c.ID)
 	}
 	if err != nil {
 		return Todo{}, fmt.Errorf("memory: update a todo: %w", err)
@@ -407,15 +474,21 @@ func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange) (Todo, er
 
 // CompleteTodo marks an item of the conversation's list done.
 func (s *Service) CompleteTodo(ctx context.Context, o Owner, id string) (Todo, error) {
-	ts, err := s.UpdateTodos(ctx, o, []TodoChange{{ID: id, Status: TodoCompleted}})
+	// Its one argument is id, not a batch's todos[0].id.
+	ts, err := s.updateTodos(ctx, o, []TodoChange{{ID: id, Status: TodoCompleted}}, func(_ int, field string) string { return field })
 	if err != nil {
 		return Todo{}, err
 	}
 	return ts[0], nil
 }
 
-// UpdateTodos changes items of the conversation's list (title, status), all or none.
+// UpdateTodos changes items of the conversation's list (title, status), all or none. A
+// refusal names the item (todos[i].field).
 func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange) ([]Todo, error) {
+	return s.updateTodos(ctx, o, changes, item)
+}
+
+func (s *Service) updateTodos(ctx context.Context, o Owner, changes []TodoChange, name func(i int, field string) string) ([]Todo, error) {
 	if err := owned(o); err != nil {
 		return nil, err
 	}
@@ -431,16 +504,19 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 	changes = slices.Clone(changes)
 	for i, c := range changes {
 		if c.ID == "" {
-			return nil, fault.Invalid("invalid_todos", fmt.Sprintf("todos[%d].id: which todo", i), nil)
+			return nil, fault.Invalid("invalid_todos", name(i, "id")+": which todo", nil)
+		}
+		if err := noNUL("invalid_todos", name(i, "id"), c.ID); err != nil {
+			return nil, err
 		}
 		if c.Title != "" {
 			var err error
-			if changes[i].Title, err = checkTitle(c.Title); err != nil {
+			if changes[i].Title, err = checkTitle(name(i, "title"), c.Title); err != nil {
 				return nil, err
 			}
 		}
 		if c.Status != "" {
-			if _, err := checkStatus(c.Status); err != nil {
+			if _, err := checkStatus(name(i, "status"), c.Status); err != nil {
 				return nil, err
 			}
 		}
@@ -455,8 +531,8 @@ func (s *Service) UpdateTodos(ctx context.Context, o Owner, changes []TodoChange
 		// next row, deadlocking with whoever holds that row and appends next.
 		out = make([]Todo, 0, len(changes))
 		entries := make([]audit.Entry, 0, len(changes))
-		for _, c := range changes {
-			t, err := updateTodo(ctx, tx, o, c)
+		for i, c := range changes {
+			t, err := updateTodo(ctx, tx, o, c, name(i, "id"))
 			if err != nil {
 				return err
 			}
@@ -488,10 +564,10 @@ func (s *Service) WriteTodos(ctx context.Context, o Owner, items []TodoChange) (
 	}
 	for i := range items {
 		var err error
-		if items[i].Title, err = checkTitle(items[i].Title); err != nil {
+		if items[i].Title, err = checkTitle(item(i, "title"), items[i].Title); err != nil {
 			return nil, err
 		}
-		if items[i].Status, err = checkStatus(items[i].Status); err != nil {
+		if items[i].Status, err = checkStatus(item(i, "status"), items[i].Status); err != nil {
 			return nil, err
 		}
 	}
@@ -529,5 +605,62 @@ func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("memory: todos: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Todo, error) { return scanTodo(r) })
+	ts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Todo, error) { return scanTodo(r) })
+	if err != nil {
+		return nil, fmt.Errorf("memory: todos: %w", err)
+	}
+	return ts, nil
+}
+
+// PruneTodos removes the todo lists of conversations with no change (an add, a write, a
+// completion) for keep, pruneBatch lists a transaction, and returns the todos removed.
+// Each list's lock (lockList) is taken before it is checked again and removed, so a
+// change that commits meanwhile keeps it. Not audited, as the other retention steps
+// (the assistant's conversations, ended grants): the log keeps each list's changes.
+func (s *Service) PruneTodos(ctx context.Context, keep time.Duration) (int64, error) {
+	var removed int64
+	for {
+		var lists int
+		var n int64
+		err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
+			// The subquery's order is the order the locks are taken in: two runs never
+			// wait on each other crosswise, and a change holds one list's lock only.
+			rows, err := tx.Query(ctx, `/* memory.PruneTodos.stale */ SELECT user_id, conversation_id,
+					pg_advisory_xact_lock(hashtextextended('todos:' || user_id || ':' || conversation_id, 0))
+				FROM (SELECT user_id, conversation_id FROM todos GROUP BY user_id, conversation_id
+					HAVING max(greatest(created_at, done_at)) < now() - $1::interval
+					ORDER BY user_id, conversation_id LIMIT $2) stale`, keep, pruneBatch)
+			if err != nil {
+				return err
+			}
+			var users, convs []string
+			var u, c string
+			if _, err := pgx.ForEachRow(rows, []any{&u, &c, nil}, func() error {
+				users, convs = append(users, u), append(convs, c)
+				return nil
+			}); err != nil {
+				return err
+			}
+			lists = len(users)
+			if lists == 0 {
+				return nil
+			}
+			tag, err := tx.Exec(ctx, `/* memory.PruneTodos */ DELETE FROM todos t USING unnest($1::text[], $2::text[]) AS l(u, c)
+				WHERE t.user_id = l.u AND t.conversation_id = l.c AND NOT EXISTS (SELECT 1 FROM todos r
+					WHERE r.user_id = l.u AND r.conversation_id = l.c AND greatest(r.created_at, r.done_at) >= now() - $3::interval)`,
+				users, convs, keep)
+			if err != nil {
+				return err
+			}
+			n = tag.RowsAffected()
+			return nil
+		})
+		if err != nil {
+			return removed, fmt.Errorf("memory: prune todos: %w", err)
+		}
+		removed += n
+		if lists < pruneBatch {
+			return removed, nil
+		}
+	}
 }
