@@ -145,6 +145,7 @@ func TestServeAndCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Stop() // lets go of the cluster: serve, which started it, waits for that to stop it
 		conn, err := pgx.Connect(context.Background(), c.URL())
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -66,6 +67,11 @@ type Cluster struct {
 	owned   bool
 	stopped bool         // Stop was called: the supervisor must not start it again
 	state   ClusterState // the supervisor's view (Supervise)
+	// clients is clientsLock, open while this process holds a lock on it (holdClients).
+	clients *os.File
+	// starter is the pid of the process that started the postmaster this one attached
+	// to (0 when unknown or started here), for the error when it is gone (explainGone).
+	starter int
 }
 
 // DataDir is where the cluster's files live.
@@ -176,7 +182,7 @@ func isExecutable(p string) bool {
 // StartCluster creates the cluster under dataDir/pg on first use (initdb), then starts
 // postgres, or attaches to one already running there (another toolwarden process on
 // the same data dir). It returns once the database accepts connections.
-func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*Cluster, error) {
+func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (_ *Cluster, err error) {
 	if opts == nil {
 		opts = &ClusterOptions{}
 	}
@@ -192,12 +198,19 @@ func StartCluster(ctx context.Context, dataDir string, opts *ClusterOptions) (*C
 		return nil, fmt.Errorf("db: data dir %q is too deep: the socket path %q is %d bytes, the limit is %d; choose a shorter --data-dir", abs, sock, len(sock), maxSocketPath)
 	}
 
-	if c.running(ctx) {
-		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir)
-		return c, nil
+	// Held before looking for a running postmaster, so that the one found is not
+	// stopped under this process (holdClients).
+	if err := c.holdClients(ctx); err != nil {
+		return nil, err
 	}
-	if c.settled(ctx, settleWait) {
-		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir)
+	defer func() {
+		if err != nil {
+			c.releaseClients()
+		}
+	}()
+	if c.running(ctx) || c.settled(ctx, settleWait) {
+		c.starter = parentPID(c.postmasterPID())
+		c.log.Info("database: using the embedded PostgreSQL already running", "dir", c.Dir, "started_by", c.starter)
 		return c, nil
 	}
 
@@ -578,12 +591,192 @@ func ensureAppRole(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Stop shuts postgres down (fast shutdown: open transactions roll back) if this process
-// started it, and waits for it to exit. It is safe to call more than once.
+// started it, once no other process is attached to it (waitForClients), and waits for
+// it to exit. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	c.mu.Lock()
 	c.stopped = true
 	c.mu.Unlock()
+	c.waitForClients()
 	c.shutdown()
+	c.releaseClients()
+}
+
+// clientsLock is the file in the cluster's folder that processes attached to the
+// cluster hold a shared lock on.
+//
+// The cluster's lifetime: the process that starts postgres (its owner) is its parent,
+// and postgres gets a fast shutdown when the owner dies (Pdeathsig), so it cannot
+// outlive its owner; the owner stops it at Stop. Any other toolwarden process on the
+// data dir (a command run while serve or another command runs) attaches to it instead.
+// An attached process takes a shared flock on clientsLock before it looks for a running
+// postmaster and holds it until its Stop (holdClients); the owner's Stop first takes the
+// lock exclusively, waiting for every attached process to finish (waitForClients), and
+// keeps it until postgres has exited. So an attached process never sees the database
+// stopped by its owner: one that attaches while the owner waits is waited for too, and
+// one that starts while the owner stops waits for the stop and then starts postgres
+// itself. The kernel drops the lock of a process that dies, so a crashed one does not
+// keep the cluster running. Only a supervised process (serve, Supervise) does not hold
+// the lock: it restarts the cluster when it goes, and a command that started the
+// cluster must not wait for a server to end.
+const clientsLock = "clients.lock"
+
+// holdClients takes the shared lock on clientsLock, waiting while an owner stops the
+// cluster (it holds the lock exclusively). With no cluster folder yet there is no
+// cluster to attach to, and nothing to hold.
+func (c *Cluster) holdClients(ctx context.Context) error {
+	if _, err := os.Stat(c.Dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(c.Dir, clientsLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("db: open the embedded cluster's lock: %w", err)
+	}
+	for logged := false; ; logged = true {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return fmt.Errorf("db: lock %s: %w", f.Name(), err)
+		}
+		if !logged {
+			c.log.Info("database: waiting for another toolwarden process to stop the embedded PostgreSQL", "dir", c.Dir)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return fmt.Errorf("db: waiting for the embedded PostgreSQL to stop: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	c.mu.Lock()
+	c.clients = f
+	c.mu.Unlock()
+	return nil
+}
+
+// releaseClients drops this process's lock on clientsLock, if it holds one.
+func (c *Cluster) releaseClients() {
+	c.mu.Lock()
+	f := c.clients
+	c.clients = nil
+	c.mu.Unlock()
+	if f != nil {
+		_ = f.Close()
+	}
+}
+
+// waitForClients takes clientsLock exclusively when this process runs the cluster's
+// postmaster, waiting for as long as processes attached to it hold it shared: however
+// long a command takes, it must not lose its database part way. A second interrupt
+// ends the wait with the process (and postgres with it). The lock is kept until
+// releaseClients.
+func (c *Cluster) waitForClients() {
+	c.mu.Lock()
+	f, cmd, done := c.clients, c.cmd, c.done
+	c.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	select {
+	case <-done:
+		return // our postmaster is gone: nothing of ours to stop
+	default:
+	}
+	if f == nil {
+		var err error
+		if f, err = os.OpenFile(filepath.Join(c.Dir, clientsLock), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			c.log.Warn("database: cannot tell whether other toolwarden processes use the embedded PostgreSQL; stopping it", "err", err)
+			return
+		}
+		c.mu.Lock()
+		c.clients = f
+		c.mu.Unlock()
+	}
+	start, next := time.Now(), time.Second
+	for {
+		// Turning our shared lock (if any) exclusive drops it first when it cannot be
+		// had: no matter, an owner needs none.
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			c.log.Warn("database: cannot tell whether other toolwarden processes use the embedded PostgreSQL; stopping it", "err", err)
+			return
+		}
+		if waited := time.Since(start); waited >= next {
+			c.log.Info("database: waiting for the other toolwarden processes using the embedded PostgreSQL to finish before stopping it", "dir", c.Dir, "waited", waited.Round(time.Second))
+			next = min(2*next, next+time.Minute)
+		}
+		select {
+		case <-done:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// parentPID is process pid's parent (0 when unknown, or when it is init: the parent
+// died).
+func parentPID(pid int) int {
+	if pid <= 0 {
+		return 0
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+	s := string(raw)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	if ppid <= 1 {
+		return 0
+	}
+	return ppid
+}
+
+// explainGone adds to err, a failed connection to the cluster, that the process which
+// started the cluster stopped it, when this process had attached to it and its
+// postmaster is gone or stopping: the bare error (a socket file that does not exist)
+// does not say why.
+func (c *Cluster) explainGone(err error) error {
+	c.mu.Lock()
+	owned, starter := c.owned, c.starter
+	c.mu.Unlock()
+	if owned {
+		return err
+	}
+	if pid := c.postmasterPID(); ProcessAlive(pid) && c.isPostmaster(pid) && c.postmasterStatus(pid) != "stopping" {
+		return err
+	}
+	who := "the toolwarden process that started it"
+	if starter > 0 {
+		who += " (pid " + strconv.Itoa(starter) + ")"
+	}
+	return fmt.Errorf("the embedded PostgreSQL in %s is not running: %s stopped it or exited while this process was attached to it: %w", c.Dir, who, err)
+}
+
+// explainDial wraps dial, which connects to the cluster, to explain its errors
+// (explainGone).
+func (c *Cluster) explainDial(dial pgconn.DialFunc) pgconn.DialFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			err = c.explainGone(err)
+		}
+		return conn, err
+	}
 }
 
 // shutdown stops the postgres this process started, if any.

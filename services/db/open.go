@@ -65,6 +65,11 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 	if d.Pool, err = NewPool(ctx, d.URL); err != nil {
 		return nil, err
 	}
+	if d.Cluster != nil {
+		if d.Pool, err = explainingPool(ctx, d.Pool, d.Cluster); err != nil {
+			return nil, err
+		}
+	}
 	if err := checkVersion(ctx, d.Pool); err != nil {
 		return nil, err
 	}
@@ -78,6 +83,21 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 		}
 	}
 	return d, nil
+}
+
+// explainingPool replaces pool, connected to the embedded cluster c, by one with its
+// settings whose failed connections say when the process that started the cluster
+// stopped it under this one (Cluster.explainGone): the bare error is a socket file
+// that does not exist.
+func explainingPool(ctx context.Context, pool *pgxpool.Pool, c *Cluster) (*pgxpool.Pool, error) {
+	cfg := pool.Config()
+	pool.Close()
+	cfg.ConnConfig.DialFunc = c.explainDial(cfg.ConnConfig.DialFunc)
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("db: connect: %w", err)
+	}
+	return p, nil
 }
 
 // RoleWarning says what is wrong with the role q connects as, for the application's
@@ -122,7 +142,8 @@ func checkVersion(ctx context.Context, pool *pgxpool.Pool) error {
 	return nil
 }
 
-// Close closes the pool and stops the embedded cluster if this process started it.
+// Close closes the pool and stops the embedded cluster if this process started it, once
+// the other processes attached to it have closed theirs (Cluster.Stop).
 func (d *DB) Close() {
 	if d.Pool != nil {
 		d.Pool.Close()

@@ -39,6 +39,9 @@ func (c *Cluster) State() ClusterState {
 // (a killed postmaster's backends may hold its shared memory for a moment). Stop
 // ends the supervision first, so a shutdown is never undone.
 func (c *Cluster) Supervise(ctx context.Context) error {
+	// Restarting the cluster when it goes, this process need not hold its starter's
+	// Stop back (clientsLock): a command that started it must not wait for a server.
+	c.releaseClients()
 	c.mu.Lock()
 	c.state = ClusterState{Up: true, Since: time.Now(), PID: c.postmasterPID()}
 	c.mu.Unlock()
