@@ -203,7 +203,10 @@ type Report struct {
 	UserCount         int              `json:"user_count"`
 	ApprovalWaitCount int              `json:"approval_wait_count"`
 	PendingLongest    []Pending        `json:"pending_longest"`
-	Recommendations   []Recommendation `json:"recommendations"`
+	Recommendations   []Recommendation `json:"recommendations"` // at most MaxRecommendations of each kind
+	// FailingCount is how many tools failed often (the rule of FailingRate); the
+	// recommendations name the MaxRecommendations of them failing most.
+	FailingCount int `json:"failing_count"`
 }
 
 // reportPerson is who a report counts against: a person, whether signed in or by one
@@ -318,7 +321,9 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 		return nil, err
 	}
 	addWaits(r, waits)
-	r.Recommendations = slices.Concat(unused.Recommendations, failing(r), raise.Recommendations, lower.Recommendations)
+	fails, failCount := failing(r)
+	r.Recommendations = slices.Concat(unused.Recommendations, fails, raise.Recommendations, lower.Recommendations)
+	r.FailingCount = failCount
 	// Every group counts in the recommendations above; the lists carry the busiest
 	// MaxRows, and say how many there are (10,000 tools made 10,000 rows a view).
 	r.ToolCount, r.ServerCount, r.UserCount, r.ApprovalWaitCount = len(r.Tools), len(r.Servers), len(r.Users), len(r.ApprovalWait)
@@ -454,17 +459,19 @@ func (s *Service) calls(ctx context.Context, p Period, r *Report) error {
 		}
 	}
 	r.Slowest = top(busy, func(a, b Row) int { return cmpFloat(b.P95MS, a.P95MS) })
-	r.MostFailing = top(slices.DeleteFunc(slices.Clone(busy), func(t Row) bool { return t.Errors == 0 }),
-		func(a, b Row) int {
-			if a.ErrorRate != b.ErrorRate {
-				if a.ErrorRate > b.ErrorRate {
-					return -1
-				}
-				return 1
-			}
-			return int(b.Errors - a.Errors)
-		})
+	r.MostFailing = top(slices.DeleteFunc(slices.Clone(busy), func(t Row) bool { return t.Errors == 0 }), byErrorRate)
 	return nil
+}
+
+// byErrorRate orders rows the highest error rate first, then the most errors.
+func byErrorRate(a, b Row) int {
+	if a.ErrorRate != b.ErrorRate {
+		if a.ErrorRate > b.ErrorRate {
+			return -1
+		}
+		return 1
+	}
+	return int(b.Errors - a.Errors)
 }
 
 // byCalls orders rows most calls first, then by name.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -28,18 +30,27 @@ import (
 // sv, its server).
 var levelNow = risk.SQL("t.risk_override", "t.annotations", "sv.trusted")
 
-// failing recommends a look at the tools of r that fail often.
-func failing(r *Report) []Recommendation {
-	var out []Recommendation
+// MaxRecommendations bounds the recommendations of each kind a report makes (the
+// queries' LIMIT): a report over thousands of tools listed every one failing.
+const MaxRecommendations = 100
+
+// failing recommends a look at the tools of r that fail often, the highest error rates
+// first (as MostFailing), at most MaxRecommendations of them; n is how many fail often.
+func failing(r *Report) (out []Recommendation, n int) {
+	var bad []Row
 	for _, t := range r.Tools {
 		if t.Calls >= FailingMinCalls && t.ErrorRate > FailingRate {
-			out = append(out, Recommendation{Kind: "failing", ToolID: t.Key, Tool: t.Name,
-				Advice:  "Investigate: it fails often.",
-				Because: fmt.Sprintf("%d of its %d calls failed (%.0f%%) in this period.", t.Errors, t.Calls, math.Round(t.ErrorRate*100)),
-				Numbers: map[string]any{"calls": t.Calls, "errors": t.Errors, "error_rate": t.ErrorRate}})
+			bad = append(bad, t)
 		}
 	}
-	return out
+	slices.SortStableFunc(bad, byErrorRate)
+	for _, t := range bad[:min(len(bad), MaxRecommendations)] {
+		out = append(out, Recommendation{Kind: "failing", ToolID: t.Key, Tool: t.Name,
+			Advice:  "Investigate: it fails often.",
+			Because: fmt.Sprintf("%d of its %d calls failed (%.0f%%) in this period.", t.Errors, t.Calls, math.Round(t.ErrorRate*100)),
+			Numbers: map[string]any{"calls": t.Calls, "errors": t.Errors, "error_rate": t.ErrorRate}})
+	}
+	return out, len(bad)
 }
 
 func (s *Service) unused(ctx context.Context, now time.Time, r *Report) error {
@@ -51,7 +62,7 @@ func (s *Service) unused(ctx context.Context, now time.Time, r *Report) error {
 		WHERE t.status = 'enabled' AND e.since < $1
 		  AND NOT EXISTS (SELECT 1 FROM tool_usage_logs u WHERE u.tool_id = t.id AND u.used_at >= $1
 			AND u.duration_ms IS NOT NULL) -- a call the router refused never ran: not a use
-		ORDER BY e.since, 2 LIMIT 100`, now.Add(-UnusedFor))
+		ORDER BY e.since, 2 LIMIT `+strconv.Itoa(MaxRecommendations), now.Add(-UnusedFor))
 	if err != nil {
 		return fmt.Errorf("analytics: unused tools: %w", err)
 	}
@@ -79,7 +90,7 @@ func (s *Service) rolledBackLow(ctx context.Context, p Period, r *Report) error 
 		WHERE e.status IN ('rolled_back', 'rollback_failed') AND st->'risk'->>'level' = 'low'
 		  AND st->'risk'->>'source' IS DISTINCT FROM 'operation' AND `+levelNow+` = 'low'
 		  AND e.created_at >= $1 AND e.created_at < $2
-		GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To)
+		GROUP BY 1, 2 ORDER BY 3 DESC, 2 LIMIT `+strconv.Itoa(MaxRecommendations), p.From, p.To)
 	if err != nil {
 		return fmt.Errorf("analytics: rolled back low-risk tools: %w", err)
 	}
@@ -120,7 +131,7 @@ func (s *Service) quickMedium(ctx context.Context, p Period, r *Report) error {
 		   AND count(DISTINCT coalesce(e.approved_by::text, 'name:' || e.approver_name)) = 1
 		   AND bool_and(e.approved_by IS NOT NULL OR e.approver_name <> '')
 		   AND max(extract(epoch FROM e.approved_at - e.created_at)) <= $4
-		ORDER BY 3 DESC, 2 LIMIT 100`, p.From, p.To, QuickApprovals, QuickWithin.Seconds())
+		ORDER BY 3 DESC, 2 LIMIT `+strconv.Itoa(MaxRecommendations), p.From, p.To, QuickApprovals, QuickWithin.Seconds())
 	if err != nil {
 		return fmt.Errorf("analytics: quickly approved medium tools: %w", err)
 	}

@@ -134,6 +134,11 @@ func (c *cutter) value(v any) (_ any, keep bool) {
 			c.cut = true
 			return nil, false
 		}
+		// Keys masked before they are sorted and counted, so that what is kept is the
+		// start of what a page shows (redactValue masks them as well, after).
+		if c.mask && maskKeys(x) {
+			c.changed = true
+		}
 		media := x["type"] == "image" || x["type"] == "audio"
 		keys := make([]string, 0, len(x))
 		for k := range x {

@@ -4,8 +4,9 @@
 // for the charts, and the newest calls page by page.
 //
 // The table is built for millions of rows. Every read filters by tool_id and, where it
-// has one, a used_at range, so it is served by the (tool_id, used_at DESC) index and
-// never scans other tools' rows. Logs are redacted again when they are read (secret
+// has one, a used_at range, so it is served by the (tool_id, used_at DESC) index (or,
+// for the calls that ran only, its partial twin of migration 67) and never scans other
+// tools' rows. Logs are redacted again when they are read (secret
 // keys and credential-shaped strings become "********") in case a writer missed one,
 // and oversized JSON is cut before it reaches a page.
 package usage
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -438,8 +440,8 @@ type Log struct {
 }
 
 // Redact returns raw with every value under a secret-looking key (secrets.LooksSecretName)
-// and every credential-shaped string (secrets.LooksSecretValue) replaced by Mask, at any
-// depth. JSON null stays null. Invalid JSON is replaced by a JSON string saying so,
+// and every credential-shaped string (secrets.LooksSecretValue), an object's keys too,
+// replaced by Mask, at any depth (keys masked whole become Mask, Mask#2, …: maskKeys). JSON null stays null. Invalid JSON is replaced by a JSON string saying so,
 // since it cannot be inspected.
 func Redact(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -512,6 +514,9 @@ func redactValue(v any, changed *bool) any {
 	case map[string]any:
 		// An image's or a sound's data (MCP content) is base64, which looks like a
 		// credential and is none: kept, so a picture still shows.
+		if maskKeys(x) {
+			*changed = true
+		}
 		media := x["type"] == "image" || x["type"] == "audio"
 		for k, val := range x {
 			if val != nil && secrets.LooksSecretName(k) {
@@ -530,23 +535,56 @@ func redactValue(v any, changed *bool) any {
 		}
 		return x
 	case string:
-		if secrets.LooksSecretValue(x) {
+		w, masked := redactString(x)
+		if masked {
 			*changed = true
-			return Mask
 		}
-		if w, ok := redactJSONText(x); ok {
-			if w != x {
-				*changed = true
-			}
-			return w
-		}
-		if w := redactWords(x); w != x {
-			*changed = true
-			return w
-		}
-		return x
+		return w
 	}
 	return v
+}
+
+// redactString is a string value masked as redactValue masks one: whole when it looks
+// like a credential, as JSON when it is JSON as text, else word by word; masked says
+// it changed.
+func redactString(s string) (string, bool) {
+	if secrets.LooksSecretValue(s) {
+		return Mask, true
+	}
+	if w, ok := redactJSONText(s); ok {
+		return w, w != s
+	}
+	w := redactWords(s)
+	return w, w != s
+}
+
+// maskKeys masks the keys of x as its string values are masked (redactString): a result
+// keyed by credential ({"ghp_…": {"scopes": [...]}}) showed it to every viewer. A key
+// masked whole becomes Mask, then Mask#2, … in the order of the keys, so that none is
+// lost to another; it reports whether any key changed. The values stay under their keys.
+func maskKeys(x map[string]any) bool {
+	var hit [][2]string // key, masked
+	for k := range x {
+		if w, masked := redactString(k); masked {
+			hit = append(hit, [2]string{k, w})
+		}
+	}
+	if len(hit) == 0 {
+		return false
+	}
+	slices.SortFunc(hit, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	for _, h := range hit {
+		name := h[1]
+		for n := 2; ; n++ {
+			if _, taken := x[name]; !taken {
+				break
+			}
+			name = fmt.Sprintf("%s#%d", h[1], n)
+		}
+		x[name] = x[h[0]]
+		delete(x, h[0])
+	}
+	return true
 }
 
 // redactJSONText masks s when it is JSON as text (a tool's text content is often a
