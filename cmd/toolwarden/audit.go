@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -107,52 +108,132 @@ func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Wr
 	return nil
 }
 
-func cmdAuditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// exitVerifyFailed and exitCouldNotVerify are audit verify's exit codes besides 0 and
+// 2 (a wrong command line): the log does not verify (a broken chain, a checkpoint it no
+// longer reaches or whose signature does not hold), or the check could not run (no
+// database, no such checkpoint file): a script must not take the one for the other.
+const (
+	exitVerifyFailed   = 1
+	exitCouldNotVerify = 3
+)
+
+func cmdAuditVerify(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var c config
 	fs := newFlagSet("audit verify", stderr)
 	commonFlags(fs, &c)
 	keyFile := checkpointKeyFlag(fs)
-	cpFlag := fs.String("checkpoint", "", `a checkpoint file the chain must still reach; default the newest in <data-dir>/checkpoints; "none": check the chain alone`)
+	cpFlag := fs.String("checkpoint", "", `a checkpoint file the chain must still reach ("-": standard input); default the newest in <data-dir>/checkpoints; "none": check the chain alone`)
 	pubFlag := fs.String("public-key", "", "the public key checkpoints must be signed with; default the .pub beside --checkpoint-key-file, when it exists")
 	var workers int
 	decimalVar(fs, &workers, "workers", 0, 0, "a whole number of ranges in decimal, such as 4, or 0 for one per CPU",
 		"ranges read and hashed at once; 0: one per CPU")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolwarden audit verify [--checkpoint F] [--public-key P] [--workers N] [flags]\n\n"+
+			"Checks the audit log's hash chain, and that it still reaches the newest signed checkpoint\n"+
+			"in <data-dir>/checkpoints (or F). Exit status: 0 it verifies, 1 it does not (the entries\n"+
+			"are named; or the checkpoint's signature does not hold), 2 a wrong command line, 3 the\n"+
+			"check could not run (the database unreachable, a checkpoint file missing or unreadable).")
+		fs.PrintDefaults()
+	}
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	cp, older, cpNote, err := loadCheckpoint(c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile))
+	res, cpNote, err := auditVerify(ctx, c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile), workers, stdin, stderr)
 	if err != nil {
-		return err
-	}
-	d, err := openForAudit(ctx, c, "audit verify", stderr)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Older: older, Workers: workers})
-	if err != nil {
-		return err
+		if errors.Is(err, audit.ErrCheckpointSignature) {
+			return codedError{exitVerifyFailed, err}
+		}
+		return codedError{exitCouldNotVerify, err}
 	}
 	printVerify(stdout, res, cpNote)
 	if !res.OK() {
-		return exitError{1}
+		return exitError{exitVerifyFailed}
 	}
 	return nil
 }
 
+// auditVerify loads the checkpoint and checks the chain against it.
+func auditVerify(ctx context.Context, c config, cpFlag, pubFlag, keyPath string, workers int, stdin io.Reader, stderr io.Writer) (audit.VerifyResult, string, error) {
+	cp, older, cpNote, err := loadCheckpoint(c, cpFlag, pubFlag, keyPath, stdin)
+	if err != nil {
+		return audit.VerifyResult{}, "", err
+	}
+	d, err := openForAudit(ctx, c, "audit verify", stderr)
+	if err != nil {
+		return audit.VerifyResult{}, "", err
+	}
+	defer d.Close()
+	res, err := audit.VerifyWith(ctx, d.Pool, audit.VerifyOptions{Checkpoint: cp, Older: older, Workers: workers})
+	return res, cpNote, err
+}
+
+// stdinCheckpoint is how --checkpoint - is named in what verify says.
+const stdinCheckpoint = "(standard input)"
+
 // loadCheckpoint is the checkpoint verify uses (nil when there is none, or with
 // --checkpoint none), by the server's own rules (audit.LoadCheckpoint), the older ones
-// beside it that narrow down a rewrite, and which one it is.
-func loadCheckpoint(c config, flagValue, pubFlag, keyPath string) (*audit.Checkpoint, []audit.Checkpoint, string, error) {
+// beside it that narrow down a rewrite, and which one it is. "-" reads it from stdin,
+// as audit checkpoint --out - writes it.
+func loadCheckpoint(c config, flagValue, pubFlag, keyPath string, stdin io.Reader) (*audit.Checkpoint, []audit.Checkpoint, string, error) {
 	if flagValue == "none" {
 		return nil, nil, "no checkpoint (--checkpoint none)", nil
 	}
-	src := audit.CheckpointSource{Path: flagValue, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath}
+	if flagValue == "-" {
+		// LoadCheckpoint reads a file (a regular one only, so a pipe's path would be
+		// refused): a copy in a folder of its own, named as standard input in what is said.
+		tmp, err := os.MkdirTemp("", "toolwarden-checkpoint-")
+		if err != nil {
+			return nil, nil, "", err
+		}
+		defer os.RemoveAll(tmp)
+		data, err := io.ReadAll(io.LimitReader(stdin, maxStdinCheckpoint+1))
+		if err != nil {
+			return nil, nil, "", fmt.Errorf("--checkpoint -: read standard input: %w", err)
+		}
+		switch {
+		case len(data) == 0:
+			return nil, nil, "", errors.New("--checkpoint -: standard input held nothing (toolwarden audit checkpoint --out - writes a checkpoint)")
+		case len(data) > maxStdinCheckpoint:
+			return nil, nil, "", fmt.Errorf("--checkpoint -: standard input holds more than %d bytes: not a checkpoint", maxStdinCheckpoint)
+		}
+		flagValue = filepath.Join(tmp, "checkpoint")
+		if err := os.WriteFile(flagValue, data, 0o600); err != nil {
+			return nil, nil, "", err
+		}
+		cp, older, note, err := loadCheckpointFile(c, flagValue, pubFlag, keyPath)
+		if err != nil {
+			return nil, nil, "", shownAs(err, flagValue, stdinCheckpoint)
+		}
+		return cp, older, strings.ReplaceAll(note, flagValue, stdinCheckpoint), nil
+	}
+	return loadCheckpointFile(c, flagValue, pubFlag, keyPath)
+}
+
+// maxStdinCheckpoint bounds what --checkpoint - reads (a checkpoint is under 1 KB; the
+// files verify reads are bounded alike).
+const maxStdinCheckpoint = 64 << 10
+
+func loadCheckpointFile(c config, path, pubFlag, keyPath string) (*audit.Checkpoint, []audit.Checkpoint, string, error) {
+	src := audit.CheckpointSource{Path: path, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath}
 	cp, note, err := audit.LoadCheckpoint(src)
 	if err != nil {
 		return nil, nil, "", err
 	}
 	return cp, audit.OlderCheckpoints(src, cp), note, nil
+}
+
+// renamedError is err said with a path replaced, still wrapping it (errors.Is finds
+// audit.ErrCheckpointSignature through it).
+type renamedError struct {
+	msg string
+	err error
+}
+
+func (e renamedError) Error() string { return e.msg }
+func (e renamedError) Unwrap() error { return e.err }
+
+func shownAs(err error, path, as string) error {
+	return renamedError{msg: strings.ReplaceAll(err.Error(), path, as), err: err}
 }
 
 func printVerify(w io.Writer, res audit.VerifyResult, cpNote string) {

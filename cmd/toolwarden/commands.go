@@ -10,9 +10,13 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/internal/atomicfile"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -81,6 +85,11 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	switch rest[0] {
 	case "up", "status":
+		// `migrate up 1` applied every pending migration: up takes no count.
+		if len(rest) > 1 {
+			fmt.Fprintf(stderr, "toolwarden migrate %s: unexpected argument %q (migrate %s takes flags only)\n", rest[0], rest[1], rest[0])
+			return errUsage
+		}
 	case "down":
 		if len(rest) != 2 && !toGiven || len(rest) != 1 && toGiven {
 			fmt.Fprintln(stderr, "usage: toolwarden migrate down N (N = how many migrations to roll back) | down --to V (V = the version to roll back to)")
@@ -111,6 +120,14 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return errUsage
 	}
+	changesSchema := rest[0] == "down" || rest[0] == "force"
+	if changesSchema && c.DatabaseURL == "" {
+		release, err := holdDataDir(c, "migrate "+rest[0])
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	d, err := openDBAsOwner(ctx, c, stderr)
 	if err != nil {
 		return err
@@ -121,6 +138,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer mg.Close()
+	var from db.MigrationStatus
+	if changesSchema {
+		if from, err = mg.Status(); err != nil {
+			return err
+		}
+	}
 	var stopped error
 	switch rest[0] {
 	case "up":
@@ -174,12 +197,81 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		state = "newer than this binary: a later release migrated it; run that release, or its `migrate down`"
 	}
 	fmt.Fprintf(stdout, "version %d of %d (%s)\n", st.Version, st.Latest, state)
+	if changesSchema {
+		if err := auditSchemaChange(ctx, d, rest[0], from, st.Version, stderr); err != nil {
+			return err
+		}
+	}
 	if stopped != nil {
 		if st.Dirty {
 			return stopped
 		}
 		return fmt.Errorf("migrate up stopped by a signal between two migrations, at version %d of %d (clean); "+
 			"`toolwarden migrate up` applies the rest: %w", st.Version, st.Latest, stopped)
+	}
+	return nil
+}
+
+// holdDataDir takes the data dir's serve lock for a migrate down or force on the
+// embedded cluster, refusing while a serve holds it: the schema would change under the
+// queries and the job queue of a running server (which a down can leave failing, and
+// a force's mended schema not match), and a serve started meanwhile would migrate up.
+// Held until release, so none starts before the command ends. A data dir without a
+// cluster is refused: there is nothing to roll back, and opening would run initdb.
+func holdDataDir(c config, cmd string) (release func(), err error) {
+	if _, err := os.Stat(c.DataDir); err == nil {
+		l, err := lockDataDir(c.DataDir)
+		var locked errDataDirLocked
+		if errors.As(err, &locked) {
+			holder := "a toolwarden serve"
+			if locked.pid > 0 {
+				holder += " (pid " + strconv.Itoa(locked.pid) + ")"
+			}
+			return nil, fmt.Errorf("toolwarden %s: %s is running on the data dir %s: stop it first, then run %s again "+
+				"(changing the schema under a running server breaks what it is doing); nothing was changed", cmd, holder, locked.dir, cmd)
+		}
+		if err != nil {
+			return nil, err
+		}
+		release = l.release
+	}
+	if err := clusterExists(c, cmd); err != nil {
+		if release != nil {
+			release()
+		}
+		return nil, err
+	}
+	return release, nil
+}
+
+// auditSchemaChange records a migrate down or force in the audit log (schema.migrate_down,
+// schema.migrate_force), from the version before to the version now, as the tables'
+// owner. Below the migration that made the audit log there is none to write to, and
+// that is said instead. Not announced on the events topic: no serve runs on this
+// database now (embedded) or its replicas answer 503 until migrated (external), and the
+// events table may be older than this binary's.
+func auditSchemaChange(ctx context.Context, d *db.DB, cmd string, from db.MigrationStatus, to uint, stderr io.Writer) error {
+	ctx = context.WithoutCancel(ctx) // the schema has changed: record it even after a signal
+	var has bool
+	if err := d.Pool.QueryRow(ctx, `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&has); err != nil {
+		return fmt.Errorf("toolwarden migrate %s: the database is at version %d now, but its audit log could not be read: %w", cmd, to, err)
+	}
+	if !has {
+		fmt.Fprintf(stderr, "toolwarden migrate %s: no audit entry: at version %d the database has no audit log\n", cmd, to)
+		return nil
+	}
+	payload := map[string]any{"from": from.Version, "to": to}
+	if cmd == "force" {
+		payload["from_dirty"] = from.Dirty
+	}
+	e := audit.Entry{Actor: cliActor(), Action: "schema.migrate_" + cmd, TargetType: "schema", TargetID: strconv.FormatUint(uint64(to), 10),
+		TargetName: fmt.Sprintf("version %d", to), Payload: payload}
+	err := db.WithTx(ctx, d.Pool, func(tx pgx.Tx) error {
+		_, _, err := audit.AppendBatchQuiet(ctx, tx, []audit.Entry{e})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("toolwarden migrate %s: the database is at version %d now, but the audit entry saying so could not be written: %w", cmd, to, err)
 	}
 	return nil
 }
@@ -222,6 +314,12 @@ func cmdUserCreate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 			return errors.New("--password-stdin: standard input held no password")
 		}
 	}
+	// user create may be the first command on a new machine (an administrator made
+	// before the first serve, which then makes none), so it creates the cluster; but it
+	// says so, as a mistyped --data-dir does the same.
+	if clusterExists(c, "user create") != nil {
+		fmt.Fprintf(stderr, "toolwarden user create: %s holds no database yet: creating one there (is --data-dir right?)\n", c.DataDir)
+	}
 	d, err := openDB(ctx, c, true, stderr)
 	if err != nil {
 		return err
@@ -230,7 +328,7 @@ func cmdUserCreate(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	svc := auth.New(d.Pool, nil)
 	u, generated, err := svc.CreateUser(ctx, cliActor(), auth.NewUser{Username: name, DisplayName: display, Role: auth.Role(role), Password: pw})
 	if err != nil {
-		return explain(err)
+		return explain(err, userFlags)
 	}
 	fmt.Fprintf(stdout, "created user %s (%s)\n", u.Username, u.Role)
 	if generated != "" {
@@ -264,6 +362,11 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintln(stderr, "toolwarden token create: TOOLWARDEN_TOKEN_DEFAULT_TTL:", err)
 		return errUsage
 	}
+	// A new cluster holds no user, so a token for one cannot be made there: a mistyped
+	// --data-dir is refused before initdb and the migrations run in it.
+	if err := clusterExists(c, "token create"); err != nil {
+		return err
+	}
 	d, err := openDB(ctx, c, true, stderr)
 	if err != nil {
 		return err
@@ -272,14 +375,14 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	svc := auth.New(d.Pool, &auth.Options{TokenDefaultTTL: ttl})
 	u, err := svc.GetUserByName(ctx, user)
 	if errors.Is(err, auth.ErrNotFound) {
-		return fmt.Errorf("no user named %q", user)
+		return fmt.Errorf("no user named %q in %s: is the name right (toolwarden user create makes one), and is that the database serve uses?", user, searched(c))
 	}
 	if err != nil {
 		return err
 	}
 	plain, tok, err := svc.CreateToken(ctx, cliActor(), u.ID, auth.NewToken{Name: name, ExpiresInDays: expiresIn(days)})
 	if err != nil {
-		return explain(err)
+		return explain(err, tokenFlags)
 	}
 	fmt.Fprintf(stderr, "created token %q (%s…) for %s; it is shown only now:\n", tok.Name, tok.Prefix, u.Username)
 	// The token is the last line of standard output (docs/api.md).
@@ -287,24 +390,56 @@ func cmdTokenCreate(ctx context.Context, args []string, stdout, stderr io.Writer
 	return nil
 }
 
-// cliActor is who the audit log records for a command run at the terminal.
-func cliActor() audit.Actor {
-	name := "cli"
-	if u := os.Getenv("USER"); u != "" {
-		name = "cli:" + u
+// searched says which database a command looked in: the embedded cluster's data dir, or
+// the host and name of --database-url (never its password).
+func searched(c config) string {
+	if c.DatabaseURL == "" {
+		return "the database of the data dir " + c.DataDir
 	}
-	return audit.Actor{Kind: audit.ActorSystem, Name: name}
+	if pc, err := pgconn.ParseConfig(c.DatabaseURL); err == nil {
+		return fmt.Sprintf("the database %s on %s (--database-url)", pc.Database, pc.Host)
+	}
+	return "the database of --database-url"
 }
 
-// explain turns field errors into a message that names the flag to fix.
-func explain(err error) error {
+// cliActor is who the audit log records for a command run at the terminal.
+func cliActor() audit.Actor {
+	return audit.Actor{Kind: audit.ActorSystem, Name: cliActorName(os.Getuid(), user.LookupId, os.Getenv("SUDO_USER"))}
+}
+
+// cliActorName is "cli:<account>", the account the process runs as looked up by its uid:
+// $USER is whatever the caller set (USER=alice blamed alice), and user.Current falls
+// back to it in a build without cgo when the uid is not in /etc/passwd, so LookupId,
+// which does not, names it, or the uid alone when nothing does. Under sudo (-u
+// toolwarden, as docs/deploy.md runs the commands) every operator would be the same
+// account: who ran sudo is added.
+func cliActorName(uid int, lookup func(string) (*user.User, error), sudoUser string) string {
+	id := strconv.Itoa(uid)
+	name := "cli:uid " + id
+	if u, err := lookup(id); err == nil && u.Username != "" {
+		name = "cli:" + u.Username
+	}
+	if sudoUser != "" && "cli:"+sudoUser != name {
+		name += " (sudo by " + sudoUser + ")"
+	}
+	return name
+}
+
+// explain turns field errors into a message that names the flag to fix: flags maps the
+// API's field names (expires_in_days) to the command's flags (--expires-in-days); a
+// field it does not list keeps its name.
+func explain(err error, flags map[string]string) error {
 	var ve *verr.Error
 	ce, _ := fault.As(err)
 	switch {
 	case errors.As(err, &ve):
 		parts := make([]string, len(ve.Fields))
 		for i, f := range ve.Fields {
-			parts[i] = f.Field + " " + f.Message
+			name := f.Field
+			if flag, ok := flags[name]; ok {
+				name = flag
+			}
+			parts[i] = name + ": " + f.Message
 		}
 		return errors.New(strings.Join(parts, "; "))
 	case ce != nil && ce.Kind == fault.KindConflict:
@@ -312,6 +447,13 @@ func explain(err error) error {
 	}
 	return err
 }
+
+// userFlags and tokenFlags are the flags of user create and token create that set
+// auth's fields.
+var (
+	userFlags  = map[string]string{"username": "--name", "role": "--role", "display_name": "--display-name", "password": "--password-stdin"}
+	tokenFlags = map[string]string{"name": "--name", "expires_in_days": "--expires-in-days", "user": "--user"}
+)
 
 // openKeyring loads the secret key file, creating it first on a first run; created
 // says this call made it.

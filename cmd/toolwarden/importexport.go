@@ -36,17 +36,13 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var out string
 	fs := newFlagSet("export", stderr)
 	commonFlags(fs, &c)
-	fs.StringVar(&out, "out", "", "write to this file (mode 0600, replaced atomically) instead of standard output")
+	fs.StringVar(&out, "out", "", "write to this file instead of standard output: replaced atomically (mode 0600 when new) through a symbolic link, written to directly when it is a pipe or a device")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolwarden export [--out F] [flags]\n\nWrites the whole configuration as YAML (servers, categories, tools' states and\nsettings, permissions, compensations, test cases, settings), without secret values.")
 		fs.PrintDefaults()
 	}
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args); err != nil { // a stray word is refused there
 		return err
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "toolwarden export: unexpected argument %q (write to a file with --out)\n", fs.Arg(0))
-		return errUsage
 	}
 	// Read-only, like `audit verify`: exporting must not migrate the schema.
 	if err := clusterExists(c, "export"); err != nil {
@@ -70,11 +66,35 @@ func cmdExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		_, err := stdout.Write(data)
 		return err
 	}
-	if err := atomicfile.Write(out, data); err != nil {
+	if err := writeExport(out, data); err != nil {
 		return fmt.Errorf("export: write %s: %w", out, err)
 	}
 	fmt.Fprintf(stderr, "exported the configuration to %s\n", out)
 	return nil
+}
+
+// writeExport writes data to out: replaced atomically when it is a regular file or
+// none (atomicfile.Write, which writes through symbolic links), written to directly when
+// it is anything else (/dev/stdout, /dev/fd/N, a pipe, a device): an export is a
+// stream there, and such a file cannot be replaced, only written to. os.Stat follows
+// /proc's links to pipes, which have no name to resolve to.
+func writeExport(out string, data []byte) error {
+	fi, err := os.Stat(out)
+	if err != nil || fi.Mode().IsRegular() {
+		return atomicfile.Write(out, data)
+	}
+	if fi.IsDir() {
+		return errors.New("is a directory")
+	}
+	f, err := os.OpenFile(out, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // schemaCurrent refuses a database whose schema is not this build's: a dry run does
@@ -109,12 +129,14 @@ func schemaCurrent(ctx context.Context, d *db.DB) error {
 // key it forgets) and checks it holds every key the database's secrets were sealed with
 // and one serve recorded (secretkeys.FileFits): run without serve's --secret-key-file, an import
 // would otherwise create a new key, fail to compare, and seal new secrets serve cannot
-// open.
-func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool) (*secrets.Keyring, error) {
+// open. Keys in lost (--lost-keys, as serve's) are not required: after serve started
+// without them, the values still under them (tools' past configurations too) would
+// otherwise refuse every import.
+func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun bool, lost []string) (*secrets.Keyring, error) {
 	path := secretKeyPath(c)
 	if keyMissing {
-		if err := secretkeys.FileFits(ctx, d.Pool, nil, path, nil); err != nil {
-			return nil, fmt.Errorf("%w; nothing was imported", err)
+		if err := secretkeys.FileFits(ctx, d.Pool, nil, path, lost); err != nil {
+			return nil, importKeyError(err)
 		}
 		if dryRun {
 			k, err := secrets.GenerateKey()
@@ -128,10 +150,16 @@ func importKeyring(ctx context.Context, c config, d *db.DB, keyMissing, dryRun b
 	if err != nil {
 		return nil, err
 	}
-	if err := secretkeys.FileFits(ctx, d.Pool, keys, path, nil); err != nil {
-		return nil, fmt.Errorf("%w; nothing was imported", err)
+	if err := secretkeys.FileFits(ctx, d.Pool, keys, path, lost); err != nil {
+		return nil, importKeyError(err)
 	}
 	return keys, nil
+}
+
+// importKeyError is import's refusal of a key file that lacks keys: the file may be the
+// right one, and the keys lost for good, which only --lost-keys can say.
+func importKeyError(err error) error {
+	return fmt.Errorf("%w; nothing was imported. If those keys are lost for good (serve started with --lost-keys), name them in --lost-keys (TOOLWARDEN_LOST_KEYS) to import without them", err)
 }
 
 // cmdImport reads a configuration file (Toolwarden YAML, claude_desktop_config.json,
@@ -148,7 +176,8 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	fs := newFlagSet("import", stderr)
 	commonFlags(fs, &c)
 	fs.StringVar(&c.SecretKeyFile, "secret-key-file", envOr("TOOLWARDEN_SECRET_KEY_FILE", ""), "encryption key file; default <data-dir>/secret.key, created 0600 if missing (env TOOLWARDEN_SECRET_KEY_FILE)")
-	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing")
+	fs.BoolVar(&dryRun, "dry-run", false, "print the plan and change nothing; exits 3, as the import would, when the plan lists items under \"Not applied\"")
+	lostKeys := fs.String("lost-keys", envOr("TOOLWARDEN_LOST_KEYS", ""), "ids of secret keys lost for good, as serve's --lost-keys: the import proceeds although the key file lacks them; the values still under them are left as they are (env TOOLWARDEN_LOST_KEYS)")
 	fs.BoolVar(&prune, "prune", false, "delete registered servers and categories the file does not list (by default they are kept)")
 	egressOf := egressFlags(fs)
 	// The stdio servers the file registers are started to discover them: confined as
@@ -162,9 +191,10 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 			"'toolwarden export' (servers, categories, tools, settings), or the servers of a\n"+
 			"claude_desktop_config.json, .mcp.json or VS Code's mcp.json. Prints what would change;\n"+
 			"applies it unless --dry-run, and reports what it could not apply. Exit status: 0\n"+
-			"all applied (or a dry run's plan has no errors), 3 applied except what it lists\n"+
-			"under \"Not applied\", 2 a wrong command line, 1 any other error (the message says\n"+
-			"whether part was imported).")
+			"all applied (a dry run: all would be), 3 applied except what it lists under\n"+
+			"\"Not applied\" (a dry run: the plan lists such items, and nothing was changed),\n"+
+			"2 a wrong command line, 1 any other error (the message says whether part was\n"+
+			"imported).")
 		fs.PrintDefaults()
 	}
 	// Flags may come before or after the file: `import f --dry-run` works too.
@@ -240,7 +270,7 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, "toolwarden import: warning:", w)
 	}
-	keys, err := importKeyring(ctx, c, d, keyMissing, dryRun)
+	keys, err := importKeyring(ctx, c, d, keyMissing, dryRun, parseLostKeys(*lostKeys))
 	if err != nil {
 		return err
 	}
@@ -259,6 +289,11 @@ func cmdImport(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	case plan.HasErrors():
 		fmt.Fprintln(stderr, "toolwarden import: the plan has errors; nothing was imported")
 		return exitError{1}
+	case dryRun && len(plan.Unapplied) > 0:
+		// As the import itself would exit: a CI job gating on a dry run must see it.
+		fmt.Fprintln(stdout, "Dry run: nothing was changed.")
+		fmt.Fprintf(stderr, "toolwarden import: %d item(s) would not be applied (listed above); exit status %d\n", len(plan.Unapplied), exitNotApplied)
+		return exitError{exitNotApplied}
 	case dryRun:
 		fmt.Fprintln(stdout, "Dry run: nothing was changed.")
 		return nil

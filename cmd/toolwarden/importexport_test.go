@@ -183,11 +183,14 @@ func TestImportWholeConfiguration(t *testing.T) {
 	}
 	file := writeFile(t, dir, "config.yaml", "version: 1\nservers: []\ncategories:\n  - name: utilities\n    description: Small helpers\n"+
 		"tools:\n  - tool: nosuch__echo\n    risk: high\nsettings:\n  approval_ttl_seconds: 3600\n  high_separation: 'off'\n")
+	// A dry run exits exitNotApplied too, as the import of the file would: a CI gate
+	// built on it sees what would not be applied.
 	out, err := run("", "import", "--dry-run", file)
-	if err != nil {
-		t.Fatalf("dry run: %v\n%s", err, out)
+	var ee exitError
+	if !errors.As(err, &ee) || ee.code != exitNotApplied {
+		t.Fatalf("dry run with something not applied: got %v, want exit %d\n%s", err, exitNotApplied, out)
 	}
-	wantOutput(t, "dry run", out, "+ create category utilities\n    description: \"Small helpers\"\n",
+	wantOutput(t, "dry run", out, "1 item(s) would not be applied (listed above); exit status 3", "+ create category utilities\n    description: \"Small helpers\"\n",
 		"~ update settings\n    approval_ttl_seconds: 86400 → 3600\n    high_separation: auto → off\n",
 		"Not applied (the rest is):\n  ! "+file+": tools.nosuch__echo: there is no server \"nosuch\"", "Dry run: nothing was changed.")
 	if out, _ := run("", "export"); strings.Contains(out, "utilities") {
@@ -196,7 +199,6 @@ func TestImportWholeConfiguration(t *testing.T) {
 	// What was not applied makes the import exit exitNotApplied, after the report: a CI
 	// job applying the file learns that the configuration is not all in place.
 	out, err = run("", "import", file)
-	var ee exitError
 	if !errors.As(err, &ee) || ee.code != exitNotApplied {
 		t.Fatalf("import with something not applied: got %v, want exit %d\n%s", err, exitNotApplied, out)
 	}

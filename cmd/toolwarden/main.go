@@ -31,6 +31,17 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// codedError is an error main prints, as any other, but exits with code: for a command
+// whose exit status tells two kinds of failure apart (audit verify's broken chain from
+// a check that could not run).
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e codedError) Error() string { return e.err.Error() }
+func (e codedError) Unwrap() error { return e.err }
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	// The first signal starts an orderly stop; a second one while it runs, a second or
@@ -40,10 +51,14 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	var ee exitError
+	var ce codedError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee):
 		os.Exit(ee.code)
+	case errors.As(err, &ce):
+		fmt.Fprintln(os.Stderr, "toolwarden:", err)
+		os.Exit(ce.code)
 	case errors.Is(err, errUsage):
 		os.Exit(2)
 	default:
@@ -56,7 +71,10 @@ const usage = `Toolwarden — a control plane for MCP tools.
 
 Usage:
   toolwarden serve                        run the web UI, API and websocket
-  toolwarden migrate up|down N|status     database migrations
+  toolwarden migrate up|status            apply the pending database migrations, or show the version
+  toolwarden migrate down N|down --to V   roll back N migrations, or to version V (serve stopped)
+  toolwarden migrate force V              mark the database clean at version V after a failed migration
+                                          was mended by hand (serve stopped)
   toolwarden user create --name N --role R [--display-name D] [--password-stdin]
   toolwarden token create --user N --name T [--expires-in-days D]
   toolwarden export [--out F]             write the whole configuration as YAML (no secret values)
@@ -65,7 +83,8 @@ Usage:
                                           of claude_desktop_config.json, .mcp.json or VS Code mcp.json
                                           (F "-" reads standard input)
   toolwarden audit verify [--checkpoint F] check the audit log's hash chain, and that it still reaches
-                                          the newest signed checkpoint (or F)
+                                          the newest signed checkpoint (or F; "-" reads standard input);
+                                          exits 1 when it does not verify, 3 when it could not check
   toolwarden audit checkpoint [--out F]   sign the chain head (default into <data-dir>/checkpoints)
   toolwarden secrets rotate               add a key and re-encrypt every stored secret with it
   toolwarden secrets retire-key ID        remove an old key once no stored secret needs it
@@ -109,7 +128,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "audit":
 		switch {
 		case len(rest) > 0 && rest[0] == "verify":
-			return cmdAuditVerify(ctx, rest[1:], stdout, stderr)
+			return cmdAuditVerify(ctx, rest[1:], stdin, stdout, stderr)
 		case len(rest) > 0 && rest[0] == "checkpoint":
 			return cmdAuditCheckpoint(ctx, rest[1:], stdout, stderr)
 		}
@@ -206,6 +225,14 @@ func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// takesArguments are the commands (flag set names) that read words besides flags from
+// fs.Args() themselves; parse refuses a leftover word to every other.
+var takesArguments = map[string]bool{"migrate": true, "import": true, "secrets retire-key": true}
+
+// parse parses args into fs. A command that takes no arguments (not in takesArguments)
+// refuses a leftover word, naming it: Go's parser stops at the first word that is not a
+// flag, so every flag after a stray word was dropped in silence (`token create ... ci
+// --expires-in-days 0` made a 90-day token).
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -213,7 +240,21 @@ func parse(fs *flag.FlagSet, args []string) error {
 		}
 		return errUsage
 	}
+	if fs.NArg() > 0 && !takesArguments[fs.Name()] {
+		return refuseArgs(fs, fs.Args())
+	}
 	return checkLogLevel(fs)
+}
+
+// refuseArgs is the usage error of a command given words it does not take, printed on
+// fs's output.
+func refuseArgs(fs *flag.FlagSet, extra []string) error {
+	dropped := ""
+	if len(extra) > 1 {
+		dropped = "; nothing after it was read: " + strings.Join(extra[1:], " ")
+	}
+	fmt.Fprintf(fs.Output(), "toolwarden %s: unexpected argument %q (toolwarden %s takes flags only%s)\n", fs.Name(), extra[0], fs.Name(), dropped)
+	return errUsage
 }
 
 // logLevels are the values --log-level takes.

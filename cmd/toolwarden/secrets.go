@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -61,6 +63,21 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	}
 	changes := sub != "status" // status only reads
+	// Every subcommand works on the key file serve uses: without it, a bare "lstat ...:
+	// no such file" said nothing of where the file was looked for, or how to name another.
+	// status checks it once it has found a database with a schema (what it says first
+	// of a mistyped --data-dir).
+	keyThere := func() error {
+		if err := keyFileThere(path, c.SecretKeyFile != ""); err != nil {
+			return fmt.Errorf("toolwarden secrets %s: %w", sub, err)
+		}
+		return nil
+	}
+	if changes {
+		if err := keyThere(); err != nil {
+			return err
+		}
+	}
 	// One change of keys at a time, on this key file and on this database: two rotations
 	// at once could each re-encrypt with a key the other's write of the file dropped.
 	if changes {
@@ -88,6 +105,9 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return err
 		} else if st.Version == 0 {
 			return errors.New("toolwarden secrets status: this database has no Toolwarden schema yet: no secrets to report on")
+		}
+		if err := keyThere(); err != nil {
+			return err
 		}
 	}
 	if changes {
@@ -138,6 +158,22 @@ func cmdSecrets(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 	}
 	return nil
+}
+
+// keyFileThere refuses a key file that is not there, saying how to name the one serve
+// uses: given is whether --secret-key-file (or its variable) named it.
+func keyFileThere(path string, given bool) error {
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("secret key file: %w", err)
+	case given:
+		return fmt.Errorf("no secret key file at %s (--secret-key-file): give the one serve runs with", path)
+	}
+	return fmt.Errorf("no secret key file at %s: if serve keeps its key elsewhere, give its --secret-key-file "+
+		"(or TOOLWARDEN_SECRET_KEY_FILE); if its data dir is elsewhere, give that --data-dir", path)
 }
 
 // keyTakeUp is how long after a change of the key file every running server has looked

@@ -5,10 +5,12 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 )
 
@@ -17,7 +19,16 @@ import (
 // 0600; a replaced one keeps its owner and group where the writer may set them, and
 // its owner's and group's permissions (a key file shared with a service's group stays
 // readable to it), never others'; the group's only while the group is kept.
+//
+// A symbolic link at path is written through: the file it names (which may not exist
+// yet) is replaced and the link stays. Renamed over, the link would become a regular
+// file and its target keep the old content. path naming anything but a regular file (a
+// device, a pipe) is refused: it cannot be replaced, only written to.
 func Write(path string, data []byte) (err error) {
+	path, err = resolve(path)
+	if err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -66,6 +77,47 @@ func Write(path string, data []byte) (err error) {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// maxLinks bounds how many symbolic links resolve follows, as the kernel's ELOOP does.
+const maxLinks = 40
+
+// resolve is the path of the file Write replaces for path: path with its symbolic links
+// followed, to a regular file or to a name where none exists yet (a dangling link's
+// target: filepath.EvalSymlinks refuses those). Only the last name is resolved by hand:
+// the directories are followed by the kernel alike for the temporary file and the
+// rename, so both stay in one directory, on one file system.
+func resolve(path string) (string, error) {
+	p := path
+	for range maxLinks {
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// A link the kernel follows to a file that has no name to resolve to (a
+			// /proc/self/fd link to a deleted file, a pipe): nothing may be made in its place.
+			if _, serr := os.Stat(path); serr == nil {
+				return "", fmt.Errorf("atomicfile: %s resolves to %s, which does not exist", path, p)
+			}
+			return p, nil
+		case err != nil:
+			return "", err
+		case fi.Mode()&fs.ModeSymlink == 0:
+			if !fi.Mode().IsRegular() {
+				return "", fmt.Errorf("atomicfile: %s is not a regular file (%v): it cannot be replaced", path, fi.Mode().Type())
+			}
+			return p, nil
+		}
+		target, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		if !filepath.IsAbs(target) {
+			// Not filepath.Join: cleaning "dir/../x" lexically is wrong when dir is a link.
+			target = p[:strings.LastIndexByte(p, filepath.Separator)+1] + target
+		}
+		p = target
+	}
+	return "", &fs.PathError{Op: "resolve", Path: path, Err: syscall.ELOOP}
 }
 
 // owner is f's owner and group as they are now.
