@@ -8,6 +8,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -326,5 +328,76 @@ func TestHTTPRedirectStaysAtOrigin(t *testing.T) {
 	}
 	if res := call(t, tpl, "here", nil); res.IsError || res.Text != "final" {
 		t.Errorf("here: got %+v", res)
+	}
+}
+
+// Perl with -n, -p, -a or -F (or code reading <>) opens its file operands with
+// two-argument open, where "cmd|" runs cmd: a placeholder there is refused when the
+// template is saved, wherever perl is named, and should one get past (a template read
+// without the code checks), its value is refused at call time before perl runs.
+func TestPerlTwoArgOpenRefused(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl")
+	}
+	marker := filepath.Join(t.TempDir(), "pwned")
+	for command, want := range map[string]string{
+		`{argv: [perl, -ne, 'print if /x/', "{p}"]}`:                         "argv[3] is a file that perl opens with two-argument open",
+		`{argv: [perl, -pe, 's/x/y/', --, "{p}"]}`:                           "argv[4] is a file that perl opens",
+		`{argv: [perl, -lane, 'print $F[0]', "{p}"]}`:                        "argv[3] is a file that perl opens",
+		`{argv: [perl, "-F:", -e, 'print $F[0]', "{p}"]}`:                    "argv[4] is a file that perl opens",
+		`{argv: [perl, -e, 'while (<>) { print }', "{p}"]}`:                  "its code reads them with <> or the ARGV handle",
+		`{argv: [perl, -n, script.pl, "{p}"]}`:                               "argv[3] is a file that perl opens",
+		`{argv: [env, LC_ALL=C, perl, -ne, 'print', "{p}"]}`:                 "argv[5] is a file that perl opens",
+		`{argv: [kubectl, exec, pod, --, perl, -ne, 'print if /x/', "{p}"]}`: "argv[7] is a file that perl opens",
+		`{argv: [xargs, perl, -ne, 'print', --], stdin: "{p}"}`:              "stdin goes to xargs, which adds its words after the items of perl, which opens them as files",
+		// -l takes octal digits only: the n and e after it are still options.
+		`{argv: [kubectl, exec, pod, --, perl, -lne, "print if /{p}/"]}`: "argv[6] is Perl code",
+		`{argv: [kubectl, exec, pod, --, ruby, -lne, "print if /{p}/"]}`: "argv[6] is Ruby code",
+	} {
+		_, err := template.Parse(commandTool(command))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", command, err, want)
+		} else if strings.Contains(want, "file that perl opens") && !strings.Contains(err.Error(), `open my $f, "<", $ARGV[0]`) {
+			t.Errorf("%s: %v does not show the three-argument open", command, err)
+		}
+	}
+
+	// The backstop: the reviewer's template, read without the code checks, is refused
+	// each value that two-argument open reads as a command or a mode.
+	tpl, err := template.ParseWith(commandTool(`{argv: [perl, -ne, 'print', --, "{p}"]}`), template.ParseOptions{SkipCodeChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"touch " + marker + "|", "touch " + marker + " | ", "|touch " + marker, " |touch " + marker,
+		">" + marker, "+<" + marker, "<" + marker, "-", " /etc/hostname"} {
+		res := call(t, tpl, "t", map[string]any{"p": v})
+		if !res.IsError || !strings.Contains(res.Text, `argument "p"`) {
+			t.Errorf("%q: got %+v, want a refusal", v, res)
+		}
+		noMarker(t, marker)
+	}
+	if res := call(t, tpl, "t", map[string]any{"p": "/etc/hostname"}); res.IsError {
+		t.Errorf("a plain file name: got %+v", res)
+	}
+
+	// The safe forms keep the value a file name (perl fails to open it, or warns and
+	// goes on): three-argument open, <<>>, and -i (perl opens the files it edits as named).
+	for _, command := range []string{
+		`{argv: [perl, -e, 'open my $f, "<", $ARGV[0] or die "$ARGV[0]: $!\n"; print while <$f>', "{p}"]}`,
+		`{argv: [perl, -e, 'print while <<>>', "{p}"]}`,
+		`{argv: [perl, -i, -pe, 's/x/y/', --, "{p}"]}`,
+	} {
+		tpl := mustParse(t, commandTool(command))
+		res := call(t, tpl, "t", map[string]any{"p": "touch " + marker + "|"})
+		noMarker(t, marker)
+		if res.Text != "" && !res.IsError {
+			t.Errorf("%s: got %+v, want nothing read", command, res)
+		}
+	}
+	// Data on stdin is fine.
+	tplStdin := mustParse(t, commandTool(`{argv: [perl, -ne, 'print if /a/'], stdin: "{p}"}`))
+	if res := call(t, tplStdin, "t", map[string]any{"p": "a|\nb\n"}); res.IsError || res.Text != "a|\n" {
+		t.Errorf("stdin: got %+v", res)
 	}
 }

@@ -49,6 +49,17 @@ type interp struct {
 	// sandbox is a long option that stops the code running programs or writing files,
 	// so a value in it can only change how text is processed (sed --sandbox).
 	sandbox string
+	// shortSome are short options whose attached value is short (perl -l and -0 take
+	// octal digits, ruby -K one letter), so more options may follow in the same item
+	// (-lne); someLen is how many of the letters after one it takes, -1 for all.
+	shortSome string
+	someLen   func(c byte, rest string) int
+	// magicOpen are flags that make it read its file operands through two-argument
+	// open (perl -n and -p wrap the code in while (<>), and -a and -F imply -n), where a
+	// name such as "cmd|" runs a command; rawOpen is one that makes it open them as
+	// named instead (perl -i). magicCode matches code that reads them so itself.
+	magicOpen, rawOpen string
+	magicCode          *regexp.Regexp
 }
 
 const (
@@ -64,10 +75,12 @@ var (
 		longCode: []string{"command"}, cFlag: true, plus: true, dashEnds: true, stdinCode: true}
 	pythonInterp = &interp{kind: "Python", example: pythonExample, shortArg: "cmWXQ", inline: "c", files: "m",
 		longArg: []string{"check-hash-based-pycs"}, stdinCode: true, endAtCode: true}
-	perlInterp = &interp{kind: "Perl", example: `[perl, -e, 'print $ARGV[0]', "{text}"]`, shortArg: "eEI", shortOpt: "0lFiCdDxVMm",
-		inline: "eEMm", stdinCode: true}
-	rubyInterp = &interp{kind: "Ruby", example: `[ruby, -e, 'puts ARGV[0]', "{text}"]`, shortArg: "erICE", shortOpt: "0lFxWK",
-		inline: "e", libs: "r", longArg: []string{"enable", "disable", "encoding", "external-encoding", "internal-encoding"}, stdinCode: true}
+	perlInterp = &interp{kind: "Perl", example: `[perl, -e, 'print $ARGV[0]', "{text}"]`, shortArg: "eEI", shortOpt: "FiCdDxVMm",
+		shortSome: "l0", someLen: perlSomeLen, inline: "eEMm", stdinCode: true,
+		magicOpen: "npaF", rawOpen: "i", magicCode: perlMagicCode}
+	// Ruby's ARGF (-n, -p, gets) opens its files as named, never through a pipe.
+	rubyInterp = &interp{kind: "Ruby", example: `[ruby, -e, 'puts ARGV[0]', "{text}"]`, shortArg: "erICE", shortOpt: "Fxi",
+		shortSome: "0KW", someLen: rubySomeLen, inline: "e", libs: "r", longArg: []string{"enable", "disable", "encoding", "external-encoding", "internal-encoding"}, stdinCode: true}
 	nodeInterp = &interp{kind: "JavaScript", example: `[node, -e, 'console.log(process.argv[1])', "{text}"]`, shortArg: "eprC", inline: "ep", libs: "r",
 		longArg: []string{"conditions", "input-type", "title", "env-file", "inspect-port", "stack-size"}, longCode: []string{"eval", "print"},
 		longLib: []string{"require", "import", "loader", "experimental-loader"}, stdinCode: true}
@@ -96,6 +109,49 @@ var (
 	// pwshInterp stands for PowerShell, whose -Command takes all the items after it as code.
 	pwshInterp = &interp{kind: "PowerShell", example: `[pwsh, -File, script.ps1, "{text}"]`}
 )
+
+// perlSomeLen is how many letters after perl's -l or -0 are its value: up to three
+// octal digits (-l012, -0777; -l0 may take a fourth), or all of them after -0x.
+func perlSomeLen(c byte, rest string) int {
+	if c == '0' && strings.HasPrefix(rest, "x") {
+		return -1
+	}
+	max := 3
+	if c == 'l' && strings.HasPrefix(rest, "0") {
+		max = 4
+	}
+	return octalDigits(rest, max)
+}
+
+// rubySomeLen is how many letters after ruby's -0 (octal digits), -K (one letter, the
+// encoding) or -W (a level digit, or :category to the end) are its value.
+func rubySomeLen(c byte, rest string) int {
+	switch c {
+	case 'K':
+		return min(len(rest), 1)
+	case 'W':
+		// -W0 to -W2, or -W:category, which takes the rest.
+		if strings.HasPrefix(rest, ":") {
+			return -1
+		}
+		return octalDigits(rest, 1)
+	}
+	return octalDigits(rest, 3)
+}
+
+func octalDigits(s string, max int) int {
+	n := 0
+	for n < len(s) && n < max && '0' <= s[n] && s[n] <= '7' {
+		n++
+	}
+	return n
+}
+
+// perlMagicCode matches Perl code that reads the files named in @ARGV through the ARGV
+// handle, which opens each with two-argument open: <> (but not <<>>, which opens them as
+// named; it is taken out first), <ARGV>, readline(ARGV) or *ARGV, readline or eof()
+// with no handle. $ARGV[0], @ARGV and $#ARGV are the array, not the handle.
+var perlMagicCode = regexp.MustCompile(`(?m)<>|(?:^|[^\w$@#%{])ARGV\b|\breadline\s*(?:\(\s*\)|$|[;)}])|\beof\s*\(\s*\)`)
 
 // interpreters are the programs whose arguments hold code, by name.
 var interpreters = map[string]*interp{
@@ -182,12 +238,9 @@ func (it item) lit() (string, bool) {
 // argv[0] runs through wrappers fully, and a known interpreter named anywhere else in
 // argv (docker exec c sh -c …, find -exec sh -c …) for its code options only: there the
 // name may be plain data (journalctl -u ssh, grep -rn awk), so awk's or sed's first
-// operand and ssh's remote line are code only where they are the program.
+// operand and ssh's remote line are code only where they are the program. The file
+// operands perl opens with two-argument open are checked wherever it is named.
 func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
-	items := make([]item, len(argv))
-	for i, t := range argv {
-		items[i] = item{t, i}
-	}
 	line := func(idx int) int {
 		if idx < 0 {
 			return stdin.Line
@@ -201,6 +254,17 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 			reported[idx] = true
 			r.fail(line(idx), format, a...)
 		}
+	}
+	cc.walk(argv)
+	cc.checkXargsOptions(argv)
+}
+
+// walk checks the program argv runs, through its wrappers, and each interpreter named
+// elsewhere in argv.
+func (cc *codeCheck) walk(argv []Text) {
+	items := make([]item, len(argv))
+	for i, t := range argv {
+		items[i] = item{t, i}
 	}
 	prog, via := cc.programOf(items, nil)
 	if prog >= 0 {
@@ -217,7 +281,6 @@ func (r *reader) checkInterpreters(argv []Text, stdin *Text) {
 			}
 		}
 	}
-	cc.checkXargsOptions(argv)
 }
 
 // viaXargs says the program runs under xargs: standard input's words are added to its
@@ -238,6 +301,9 @@ type codeCheck struct {
 	final   []item
 	finalAt int
 	echo    bool
+	// opened are the argv items with placeholders that an interpreter opens with
+	// two-argument open (checkMagicOpen).
+	opened []int
 }
 
 // replaced says s, literal text of an item that via (an xargs, or nil) runs, holds the
@@ -477,6 +543,7 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 	}
 	var code, files, libs, opts, operands []int // positions in args
 	codeGiven, cflag, stdinFlag, sandbox, missing := false, false, false, false, false
+	magic, raw := false, false    // a magicOpen or a rawOpen flag was given
 	options, ended := true, false // ended: a literal "--" (or a shell's "-") ended the options
 	addValue := func(k int, attached bool, isCode, isFile, isLib bool) int {
 		pos := k
@@ -558,9 +625,17 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 					stdinFlag = true
 					continue
 				}
+				magic = magic || strings.IndexByte(ip.magicOpen, c) >= 0
+				raw = raw || strings.IndexByte(ip.rawOpen, c) >= 0
 				isCode, isFile, isLib := strings.IndexByte(ip.inline, c) >= 0, strings.IndexByte(ip.files, c) >= 0, strings.IndexByte(ip.libs, c) >= 0
 				attached := l+1 < len(letters) || !complete
 				switch {
+				case strings.IndexByte(ip.shortSome, c) >= 0:
+					if n := ip.someLen(c, letters[l+1:]); n >= 0 {
+						l += n
+					} else {
+						valued = true
+					}
 				case strings.IndexByte(ip.shortArg, c) >= 0:
 					next = addValue(k, attached, isCode, isFile, isLib)
 					if ip.endAtCode && (isCode || isFile) {
@@ -586,6 +661,7 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 			k++
 		}
 	}
+	fileGiven := len(files) > 0
 	pos := func(k int) int { return args[k].idx }
 	hasVar := func(k int) bool { return !args[k].t.Literal() }
 	codeMsg := func(k int, how string) {
@@ -635,7 +711,6 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 		}
 		return
 	}
-	fileGiven := len(files) > 0
 	if cflag || full && ip.firstCode && !codeGiven && !fileGiven {
 		if len(operands) > 0 {
 			code = append(code, operands[0])
@@ -662,6 +737,22 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 	}
 	if missing && via != nil && cc.stdinVar {
 		cc.report(-1, "stdin goes to xargs, whose first word of it becomes the %s code %s runs, so it cannot have placeholders: write the code in argv and let xargs add the values after it: %s", ip.kind, name, ip.example)
+	}
+	if !raw {
+		how := ""
+		switch {
+		case magic:
+			how = "with -n, -p, -a or -F it wraps the code in while (<>)"
+		case ip.magicCode != nil:
+			for _, k := range code {
+				if s, ok := args[k].lit(); ok && ip.magicCode.MatchString(strings.ReplaceAll(s, "<<>>", "")) {
+					how = "its code reads them with <> or the ARGV handle"
+				}
+			}
+		}
+		if how != "" {
+			cc.checkMagicOpen(args, operands, codeGiven || fileGiven, name, how, via)
+		}
 	}
 	if !full {
 		return
@@ -713,6 +804,60 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 				name, name)
 		}
 	}
+}
+
+// magicOpenExample is the safe form of Perl code that reads a file a call names.
+const magicOpenExample = `pass the data on stdin ([perl, -ne, 'print if /x/'], stdin: "{text}"), or open the file in the code with three-argument open: [perl, -e, 'open my $f, "<", $ARGV[0] or die "$ARGV[0]: $!"; while (<$f>) { print if /x/ }', "{file}"]`
+
+// checkMagicOpen reports placeholders among the file operands of an interpreter that
+// opens them with two-argument open, where a name such as "cmd|" or "|cmd" runs a
+// command and ">file" or "+<file" opens one to write (how says why it opens them so);
+// the first operand is the script unless code was given. It notes those items in
+// cc.opened for the call-time check (magicRefusal). Under xargs, the words it adds or
+// the lines it puts in place of -I's string would be such names too.
+func (cc *codeCheck) checkMagicOpen(args []item, operands []int, codeGiven bool, name, how string, via *viaXargs) {
+	if !codeGiven && len(operands) > 0 {
+		operands = operands[1:]
+	}
+	for _, k := range operands {
+		it := args[k]
+		if !it.t.Literal() {
+			cc.opened = append(cc.opened, it.idx)
+			cc.report(it.idx, "argv[%d] is a file that %s opens with two-argument open (%s), where a name such as 'cmd|' runs a command and '>file' writes one, so it cannot have placeholders: %s",
+				it.idx, name, how, magicOpenExample)
+		} else if s, _ := it.lit(); cc.replaced(via, s) {
+			cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], a file that %s opens with two-argument open (%s), where a name such as 'cmd|' runs a command, so it cannot have placeholders: run %s without xargs and %s",
+				via.replace, it.idx, name, how, name, magicOpenExample)
+		}
+	}
+	if cc.xargsWords(via) {
+		cc.report(-1, "stdin goes to xargs, which adds its words after the items of %s, which opens them as files with two-argument open (%s), where a name such as 'cmd|' runs a command, so it cannot have placeholders: run %s without xargs and %s",
+			name, how, name, magicOpenExample)
+	}
+}
+
+// magicRefusal refuses v, the value of argv item t, which perl opens with two-argument
+// open (checkMagicOpen refuses placeholders there when a template is saved; this is the
+// backstop for one that got past): open strips white space around the name, and a
+// leading '<', '>', '+' or '|', a trailing '|', or "-" choose a mode or run a command.
+func magicRefusal(t Text, v string) error {
+	switch {
+	case t.Literal():
+		return nil
+	case strings.TrimSpace(v) != v:
+		return refuse(t.firstParam(), "starts or ends with white space, which Perl's two-argument open strips from the file name it opens")
+	case v != "" && strings.IndexByte("<>+|-", v[0]) >= 0 || strings.HasSuffix(v, "|"):
+		return refuse(t.firstParam(), "is a file name that Perl's two-argument open reads as a mode or a command: it may not start with '<', '>', '+', '|' or '-', nor end with '|'")
+	}
+	return nil
+}
+
+// magicOpened are the argv items with placeholders that an interpreter opens with
+// two-argument open: items the code check refuses, found again at call time.
+func magicOpened(argv []Text, stdinVar bool) []int {
+	cc := &codeCheck{stdinVar: stdinVar, report: func(int, string, ...any) {}}
+	cc.walk(argv)
+	return cc.opened
 }
 
 // xargsShellExample is the safe form of a shell under xargs: the code is written out and

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -76,7 +77,11 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 	argv := make([]string, len(c.Argv))
 	// Before a literal "--" that the program which finally runs reads, an argument
 	// starting with '-' is an option (dashes.go).
-	opts := optionsEnd(c.Argv, c.Stdin != nil && !c.Stdin.Literal())
+	stdinVar := c.Stdin != nil && !c.Stdin.Literal()
+	opts := optionsEnd(c.Argv, stdinVar)
+	// Items perl opens with two-argument open are refused when the template is saved;
+	// should one get past, its value still may not name a mode or a command.
+	opened := magicOpened(c.Argv, stdinVar)
 	for i, t := range c.Argv {
 		v, err := t.expand(a, func(param, v string) (string, error) {
 			if strings.ContainsRune(v, 0) {
@@ -89,6 +94,11 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 		}
 		if err := opts.dashRefusal(i, t, v); err != nil {
 			return errorResult("refused: %v", err), false
+		}
+		if slices.Contains(opened, i) {
+			if err := magicRefusal(t, v); err != nil {
+				return errorResult("refused: %v", err), false
+			}
 		}
 		argv[i] = v
 	}
@@ -206,6 +216,12 @@ func (t Text) firstParam() string {
 	return ""
 }
 
+// cookieBreakers are the characters that can change which cookies a Cookie header
+// holds: ';' separates them, ',' does for RFC 2965 parsers, white space does for
+// Python's http.cookies, and '"' and '\' can quote a separator (and the cookies after
+// it) into a value. RFC 6265 allows none of them in a cookie's value.
+const cookieBreakers = "; \t,\"\\"
+
 // http sends the request h describes and returns its body.
 func (rn *runner) http(ctx context.Context, h *HTTP, a args) (Result, bool) {
 	target, err := h.URL.expand(a)
@@ -252,6 +268,11 @@ func (rn *runner) http(ctx context.Context, h *HTTP, a args) (Result, bool) {
 		v, err := hd.Value.expand(a, func(param, v string) (string, error) {
 			if !httpguts.ValidHeaderFieldValue(v) {
 				return "", refuse(param, "cannot go into header %s: it has a line break or another control character", hd.Name)
+			}
+			if strings.EqualFold(hd.Name, "Cookie") {
+				if i := strings.IndexAny(v, cookieBreakers); i >= 0 {
+					return "", refuse(param, "cannot go into header %s: it has %q, which could end the cookie the template writes and add another (a cookie's value may not have ';', ',', '\"', '\\' or white space, RFC 6265)", hd.Name, v[i:i+1])
+				}
 			}
 			return v, nil
 		})

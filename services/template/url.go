@@ -156,7 +156,7 @@ func (u URL) expand(a args) (string, error) {
 			// Each value passes alone, but two may still make a dot segment together
 			// ("%2" and "e." are sent as "%252e." and decode to ".."): the segment as
 			// a server decodes it is checked whole.
-			if err := pathValue(segFirst, percentDecode(s)); err != nil {
+			if err := pathValue(segFirst, percentDecode(s), true); err != nil {
 				var rf *refusal
 				if errors.As(err, &rf) {
 					rf.where = " (with the rest of its URL path segment)"
@@ -198,7 +198,7 @@ func (u URL) expand(a args) (string, error) {
 			b.WriteString(url.QueryEscape(v))
 			continue
 		}
-		if err := pathValue(p.param, v); err != nil {
+		if err := pathValue(p.param, v, false); err != nil {
 			return "", err
 		}
 		esc := url.PathEscape(v)
@@ -242,12 +242,15 @@ const maxPathDecodes = 3
 // dot segments, as nginx's proxy_pass with a path and many frameworks do: escaping alone
 // would send "../../admin" as "..%2F..%2Fadmin" and the backend would see "/admin".
 // Split at '/' and '\', in the value as it is and after each percent-decoding, no piece
-// may be "." or "..", and no piece may be empty when there is more than one (a leading,
-// trailing or doubled slash would join the value's edge to the text around it, or
-// merge segments). Values such as "v1.2", "a.b..c", "group/project" or "50%" pass.
-func pathValue(param, v string) error {
+// may be "." or "..", also once what follows a ';' in it is dropped, as Tomcat, Jetty and
+// Spring drop a segment's path parameters ("..;x" is ".." to them), and no piece may be
+// empty when there is more than one (a leading, trailing or doubled slash would join
+// the value's edge to the text around it, or merge segments). whole says v is a whole
+// URL path segment (decoded once), whose pieces may not be empty once their parameters
+// are dropped either. Values such as "v1.2", "a.b..c", "group/project" or "50%" pass.
+func pathValue(param, v string, whole bool) error {
 	for decodes := 0; ; decodes++ {
-		if err := pathPieces(param, v, decodes); err != nil {
+		if err := pathPieces(param, v, decodes, whole); err != nil {
 			return err
 		}
 		next := percentDecode(v)
@@ -261,25 +264,28 @@ func pathValue(param, v string) error {
 	}
 }
 
-func pathPieces(param, v string, decodes int) error {
+func pathPieces(param, v string, decodes int, whole bool) error {
+	pieces := strings.FieldsFunc(v, func(r rune) bool { return r == '/' || r == '\\' })
 	if strings.IndexAny(v, "/\\") < 0 {
-		if v == "." || v == ".." {
-			return refuse(param, "is %q%s, a URL path segment that climbs out of the path the template names", v, decodedNote(decodes))
-		}
-		return nil
+		pieces = []string{v}
+	} else if len(pieces) != strings.Count(v, "/")+strings.Count(v, "\\")+1 {
+		return refuse(param, "has an empty piece between slashes (a leading, trailing or doubled '/' or '\\')%s: a proxy or server that decodes %%2F would see another path than the template names", decodedNote(decodes))
 	}
-	start := 0
-	for i := 0; i <= len(v); i++ {
-		if i < len(v) && v[i] != '/' && v[i] != '\\' {
-			continue
+	for i, piece := range pieces {
+		name, _, params := strings.Cut(piece, ";")
+		switch {
+		case name == "." || name == "..":
+			how := ""
+			if params {
+				how = fmt.Sprintf(" (%q to servers such as Tomcat, Jetty and Spring, which drop what follows ';' in a segment)", name)
+			}
+			if len(pieces) == 1 {
+				return refuse(param, "is %q%s%s, a URL path segment that climbs out of the path the template names", piece, decodedNote(decodes), how)
+			}
+			return refuse(param, "has the piece %q between slashes%s%s: a proxy or server that decodes %%2F, or reads '\\' as '/', would see a path that climbs out of the path the template names", piece, decodedNote(decodes), how)
+		case name == "" && params && (whole || 0 < i && i < len(pieces)-1):
+			return refuse(param, "would make the URL path segment %q%s, which servers such as Tomcat, Jetty and Spring read as empty (they drop what follows ';' in a segment), and so as another path than the template names", piece, decodedNote(decodes))
 		}
-		switch piece := v[start:i]; piece {
-		case ".", "..":
-			return refuse(param, "has the piece %q between slashes%s: a proxy or server that decodes %%2F, or reads '\\' as '/', would see a path that climbs out of the path the template names", piece, decodedNote(decodes))
-		case "":
-			return refuse(param, "has an empty piece between slashes (a leading, trailing or doubled '/' or '\\')%s: a proxy or server that decodes %%2F would see another path than the template names", decodedNote(decodes))
-		}
-		start = i + 1
 	}
 	return nil
 }
