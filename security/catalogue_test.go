@@ -122,6 +122,8 @@ var catalogue = []behaviour{
 	{what: "template tools: arguments stay data where they land (argv without a shell, never an option; URL path and query escaped, origin fixed; JSON bodies encoded; no line breaks in headers)", proofs: []proof{
 		{"services/template", "TestCommandArgumentsStayData"}, {"services/template", "TestCommandLeadingDash"},
 		{"services/template", "TestHTTPArgumentsStayData"}, {"services/template", "TestHTTPRedirectStaysAtOrigin"},
+		{"services/template", "TestPerlTwoArgOpenRefused"}, {"services/template", "TestPathValueCannotClimbOut"},
+		{"services/template", "TestCookieValueCannotAddCookies"},
 		{"services/template", "TestParseProblems"}, {"web", "TestTemplateServerAPI"}}},
 	{what: "template tools: commands run confined, time out and die with their process group; output is capped", proofs: []proof{
 		{"services/mcpclient", "TestTemplateCommandsConfined"}, {"services/mcpclient", "TestTemplateSessionEndKillsCommands"},
@@ -144,12 +146,15 @@ var catalogue = []behaviour{
 		{"internal/egress", "TestCheckURL"}, {"internal/egress", "TestDialChecksResolvedAddress"}, {"web", "TestEgressMetadataDeniedByDefault"},
 		{"web", "TestEgressDenyAtDialTime"}, {"web", "TestEgressTemplateHTTP"}, {"internal/egress", "TestProxiedRequestChecksTheTarget"},
 		{"internal/egress", "TestNAT64LocalUsePrefix"}, {"services/mcpclient", "TestEgressThroughEnvironmentProxy"},
-		{"internal/egress", "TestNumericHostsRefused"}, {"internal/egress", "TestNumericHostsRefusedBeforeTheProxy"}}},
+		{"internal/egress", "TestNumericHostsRefused"}, {"internal/egress", "TestNumericHostsRefusedBeforeTheProxy"},
+		{"internal/egress", "TestTransportUsesTheGivenProxy"}, {"cmd/toolwarden", "TestEgressPolicyTakesTheEnvironmentsProxy"}}},
 	{what: "secrets rotate re-encrypts every secret, old keys decrypt until retired, retiring refused while needed, a copied ciphertext does not decrypt", proofs: []proof{
 		{"cmd/toolwarden", "TestSecretsRotateAndRetire"}, {"services/tools", "TestRotateToolSecrets"}, {"services/secrets", "TestRotation"},
 		{"services/registry", "TestCiphertextBoundToRow"}}},
 	{what: "canary: server and tool secrets appear in no page, API answer, websocket frame, export, audit row, event or log line", proofs: []proof{
 		{"web", "TestCanaryNeverLeaves"}, {"e2e", "TestSecretsNeverLeave"}}},
+	{what: "what other people read of a call or a step (Logs tab, step results) has credentials masked, in values and in an object's keys", proofs: []proof{
+		{"services/usage", "TestRedactMasksSecretKeys"}}},
 	{what: "a plan a language model wrote is seen by a person before it runs (never approved by policy, a token's waits for a person); the model's words are cut and shown as its own", proofs: []proof{
 		{"services/executions", "TestModelPlanWaitsForAPerson"}, {"services/planner", "TestLLMModelWordsBounded"}, {"web", "TestPlannerLeavesOutFixedParameters"}}},
 	{what: "a call to a tool its caller may not use is refused and audited as forbidden whatever its arguments", proofs: []proof{
