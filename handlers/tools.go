@@ -242,6 +242,8 @@ func toolsBack(c echo.Context, def string) string {
 
 // SetEnabled enables or disables one tool from a page (the card toggle, the detail page,
 // the override form with a reason; the detail page's forms send the definition's hash).
+// A refused override shows the tool page again with the reason as typed
+// (overrideRefused); other refusals go back with a flash, having nothing typed to lose.
 func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Param("id")
@@ -257,12 +259,59 @@ func (h ToolsHandler) SetEnabled(enable bool) echo.HandlerFunc {
 			if errors.Is(out[0].Err(), tools.ErrNotFound) {
 				return tools.ErrNotFound
 			}
+			if override && enable {
+				return h.overrideRefused(c, id, out[0].Err())
+			}
 			setFlash(c, "error", out[0].Error, h.SecureCookies)
 			return c.Redirect(http.StatusSeeOther, toolsBack(c, "/tools/"+id))
+		}
+		if _, bad := formErrors(err); bad && override && enable {
+			return h.overrideRefused(c, id, err)
 		}
 		return h.redirectWithOutcome(c, err, func() string { return outcomeMessage(out, enable) },
 			toolsBack(c, "/tools/"+id))
 	}
+}
+
+// overrideRefused shows the tool page (its overview, where the findings are) again after
+// its override form was refused: the reason as typed stays in the form, with what is
+// wrong with it at the field (422), or, when the tool refused (its state, a definition
+// changed since), with the refusal at the top of the page and its status.
+func (h ToolsHandler) overrideRefused(c echo.Context, id string, refusal error) error {
+	ctx := c.Request().Context()
+	last, err := h.Events.LatestID(ctx) // before the tool, as Show reads it
+	if err != nil {
+		return err
+	}
+	it, err := h.Tools.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	page := ToolPageHandler{Shell: h.Shell, Tools: h.Tools} // the overview needs no more
+	v := page.toolPageAt(c, it, views.ToolTabOverview, last)
+	form, status := views.ToolOverrideForm{Reason: c.FormValue("reason")}, http.StatusUnprocessableEntity
+	if fe, ok := formErrors(refusal); ok {
+		// The input was refused before the tool was looked at: the page stays tied to the
+		// definition it was opened at, so a change since is still refused and said.
+		if seen := c.FormValue("definition_hash"); seen != "" {
+			v.Tool.DefinitionHash = seen
+		}
+		form.Errors = views.FormErrors{"reason": fe["reason"]}
+		if fe["reason"] == "" { // not expected from the form: said at the top
+			msg, _ := userMessage(refusal)
+			v.Flash = &views.Flash{Kind: "error", Message: msg}
+		}
+	} else {
+		msg, mine := userMessage(refusal)
+		if !mine {
+			return refusal
+		}
+		v.Flash, status = &views.Flash{Kind: "error", Message: msg}, httperr.Classify(refusal).Status
+	}
+	if v.Overview, err = page.toolOverview(ctx, it, PrincipalOf(c).Can(auth.PermToolInspect)); err != nil {
+		return err
+	}
+	return render(c, status, views.ToolOverrideRefused(v, form))
 }
 
 // overrideCheck: only holders of tool.override may enable a tool despite its findings.

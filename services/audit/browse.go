@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -105,7 +106,7 @@ func ParseFilter(v url.Values) (Filter, error) {
 	f.Actor, f.TargetType, f.TargetID, f.RequestID = get("actor"), get("target_type"), get("target_id"), get("request_id")
 	f.Action, f.Result, f.Q = get("action"), get("result"), get("q")
 	for _, k := range []string{"actor", "action", "target_type", "target_id", "request_id"} {
-		if len(get(k)) > 200 {
+		if utf8.RuneCountInString(get(k)) > 200 { // characters, as the form's maxlength counts them
 			ve.Add(k, "is longer than 200 characters")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -123,7 +124,9 @@ func (s *Service) setEnabled(ctx context.Context, actor audit.Actor, ids []strin
 		return nil, verr.New("ids", fmt.Sprintf("at most %d tools at a time", MaxLimit))
 	}
 	reason = strings.TrimSpace(reason)
-	if len(reason) > MaxReason {
+	// Characters, as the form's maxlength counts them: a reason in a non-Latin script
+	// takes two to four bytes a character.
+	if utf8.RuneCountInString(reason) > MaxReason {
 		return nil, verr.New("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
 	}
 	if override && reason == "" {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -72,7 +73,7 @@ func (in *CategoryInput) checkKeeping(kept *string) error {
 	case !categoryRE.MatchString(in.Name):
 		e.Add("name", "use 1 to 48 lowercase letters, digits and dashes, starting with a letter or digit")
 	}
-	if len(in.Description) > 500 {
+	if utf8.RuneCountInString(in.Description) > 500 { // characters, as the form's maxlength counts them
 		e.Add("description", "is too long (at most 500 characters)")
 	} else if kept == nil || in.Description != strings.TrimSpace(*kept) {
 		// The form's field is one line (<input type="text">): no line breaks either.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -201,7 +202,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	cur := parseConfiguration(rawCfg)
 	before := snapshotOf(t, cur)
 	e := &verr.Error{}
-	if len(strings.TrimSpace(p.Reason)) > MaxReason {
+	if utf8.RuneCountInString(strings.TrimSpace(p.Reason)) > MaxReason { // characters, as SetEnabled counts them
 		e.Add("reason", fmt.Sprintf("is too long (at most %d characters)", MaxReason))
 	}
 	if p.ExpectVersion != nil && *p.ExpectVersion != t.ConfigVersion {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -155,7 +156,7 @@ func checkTestCase(tc *TestCase) error {
 	if tc.Expect != ExpectSuccess && tc.Expect != ExpectError {
 		e.Add("expect", "must be success or error")
 	}
-	if len(tc.ExpectText) > 1000 {
+	if utf8.RuneCountInString(tc.ExpectText) > 1000 { // characters, as the form's maxlength counts them
 		e.Add("expect_text", "is too long (at most 1,000 characters)")
 	} else if why := textcheck.Bad(tc.ExpectText); why != "" {
 		e.Add("expect_text", why)
