@@ -628,7 +628,14 @@ func (c *Cluster) holdClients(ctx context.Context) error {
 	if _, err := os.Stat(c.Dir); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	f, err := os.OpenFile(filepath.Join(c.Dir, clientsLock), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := openClientsLock(c.Dir)
+	if errors.Is(err, fs.ErrPermission) {
+		// Made by another user (a command run as root beside a serve that is not):
+		// attach without it, as before the lock existed, rather than refuse to start.
+		c.log.Warn("database: cannot open the embedded PostgreSQL's clients lock; attaching without it (the process that started it may stop it under this one)",
+			"err", err)
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("db: open the embedded cluster's lock: %w", err)
 	}
@@ -642,7 +649,8 @@ func (c *Cluster) holdClients(ctx context.Context) error {
 			return fmt.Errorf("db: lock %s: %w", f.Name(), err)
 		}
 		if !logged {
-			c.log.Info("database: waiting for another toolwarden process to stop the embedded PostgreSQL", "dir", c.Dir)
+			// Warn: a command's logger shows no less, and a silent wait looks like a hang.
+			c.log.Warn("database: waiting for another toolwarden process to stop the embedded PostgreSQL", "dir", c.Dir)
 		}
 		select {
 		case <-ctx.Done():
@@ -655,6 +663,17 @@ func (c *Cluster) holdClients(ctx context.Context) error {
 	c.clients = f
 	c.mu.Unlock()
 	return nil
+}
+
+// openClientsLock opens (creating it) the clients lock in the cluster's folder dir: read
+// only, since flock needs no more, and readable by all, so that a lock file one user
+// made (a command run as root) does not keep another (serve as its own user) out.
+func openClientsLock(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, clientsLock), os.O_RDONLY|os.O_CREATE, 0o644)
+	if err == nil {
+		_ = f.Chmod(0o644) // whatever the umask; only its owner (or root) can, and need
+	}
+	return f, err
 }
 
 // releaseClients drops this process's lock on clientsLock, if it holds one.
@@ -687,7 +706,7 @@ func (c *Cluster) waitForClients() {
 	}
 	if f == nil {
 		var err error
-		if f, err = os.OpenFile(filepath.Join(c.Dir, clientsLock), os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		if f, err = openClientsLock(c.Dir); err != nil {
 			c.log.Warn("database: cannot tell whether other toolwarden processes use the embedded PostgreSQL; stopping it", "err", err)
 			return
 		}
@@ -708,7 +727,7 @@ func (c *Cluster) waitForClients() {
 			return
 		}
 		if waited := time.Since(start); waited >= next {
-			c.log.Info("database: waiting for the other toolwarden processes using the embedded PostgreSQL to finish before stopping it", "dir", c.Dir, "waited", waited.Round(time.Second))
+			c.log.Warn("database: waiting for the other toolwarden processes using the embedded PostgreSQL to finish before stopping it", "dir", c.Dir, "waited", waited.Round(time.Second))
 			next = min(2*next, next+time.Minute)
 		}
 		select {

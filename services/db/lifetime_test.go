@@ -276,3 +276,45 @@ func TestSupervisedProcessDoesNotHoldTheOwner(t *testing.T) {
 		}
 	}
 }
+
+// The clients lock is readable by everyone and opened read only (flock needs no more): a
+// lock file a command run as root made does not keep a serve running as its own user
+// from attaching, as one made 0600 did.
+func TestClientsLockOpenToEveryUser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dataDir := dbtest.TempDir(t)
+	quiet := &db.ClusterOptions{Fast: true, Logger: slog.New(slog.DiscardHandler)}
+	c, err := db.StartCluster(ctx, dataDir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	lock := filepath.Join(c.Dir, "clients.lock")
+	if err := os.WriteFile(lock, nil, 0o444); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(lock, 0o444); err != nil { // read only for its owner too
+		t.Fatal(err)
+	}
+	attached, err := db.StartCluster(ctx, dataDir, quiet)
+	if err != nil {
+		t.Fatalf("attaching with a read-only lock file: %v", err)
+	}
+	attached.Stop()
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	again, err := db.StartCluster(ctx, dataDir, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Stop()
+	fi, err := os.Stat(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm()&0o044 != 0o044 {
+		t.Errorf("clients.lock made %v, want readable by group and others", fi.Mode().Perm())
+	}
+}
