@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
+	"github.com/toolwarden/toolwarden/services/secrets"
 )
 
 // Bounds on a tool's input schema as the model reads it: the schema is the upstream
@@ -23,7 +24,8 @@ const (
 )
 
 // Keywords kept: a subschema, a map or list of them, or a value bounded by maxSchemaValue.
-// Any other ("examples", "$comment", "x-…") is dropped.
+// Any other ("examples", "$comment", "x-…") is dropped, and so is a value that holds a
+// credential (secretValue).
 var (
 	schemaOne   = []string{"items", "additionalProperties", "not", "contains", "propertyNames", "additionalItems", "if", "then", "else"}
 	schemaList  = []string{"anyOf", "oneOf", "allOf", "prefixItems", "items"}
@@ -44,7 +46,7 @@ func clipSchema(schema json.RawMessage) json.RawMessage {
 		return schema
 	}
 	c := &schemaClipper{}
-	out := c.schema(root, 0).(map[string]any)
+	out := c.schema(root, "", 0).(map[string]any)
 	c.budget(out)
 	if !c.changed {
 		return schema
@@ -58,8 +60,9 @@ func clipSchema(schema json.RawMessage) json.RawMessage {
 
 type schemaClipper struct{ changed bool }
 
-// schema is v, a subschema at depth, with only the kept keywords, each bounded.
-func (c *schemaClipper) schema(v any, depth int) any {
+// schema is v, a subschema at depth of the property prop ("" for none), with only the
+// kept keywords, each bounded.
+func (c *schemaClipper) schema(v any, prop string, depth int) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if _, b := v.(bool); !b {
@@ -98,7 +101,11 @@ func (c *schemaClipper) schema(v any, depth int) any {
 					c.changed = true
 					continue
 				}
-				kept[name] = c.schema(sub[name], depth+1)
+				under := "" // a $defs or patternProperties entry names no property
+				if k == "properties" {
+					under = name
+				}
+				kept[name] = c.schema(sub[name], under, depth+1)
 			}
 			out[k] = kept
 		case slices.Contains(schemaList, k):
@@ -108,16 +115,16 @@ func (c *schemaClipper) schema(v any, depth int) any {
 				}
 				kept := make([]any, len(l))
 				for i, s := range l {
-					kept[i] = c.schema(s, depth+1)
+					kept[i] = c.schema(s, prop, depth+1)
 				}
 				out[k] = kept
 			} else if slices.Contains(schemaOne, k) {
-				out[k] = c.schema(val, depth+1)
+				out[k] = c.schema(val, prop, depth+1)
 			} else {
 				c.changed = true
 			}
 		case slices.Contains(schemaOne, k):
-			out[k] = c.schema(val, depth+1)
+			out[k] = c.schema(val, prop, depth+1)
 		case k == "enum":
 			l, ok := val.([]any)
 			if !ok {
@@ -126,15 +133,18 @@ func (c *schemaClipper) schema(v any, depth int) any {
 			}
 			kept := []any{}
 			for _, e := range l {
-				if len(kept) == maxSchemaEnum || !small(e) {
+				if len(kept) == maxSchemaEnum || !small(e) || secrets.HoldsSecret(e) {
 					c.changed = true
 					continue
 				}
 				kept = append(kept, e)
 			}
+			if len(kept) == 0 && len(l) > 0 {
+				continue // an empty enum would tell the model no value is valid
+			}
 			out[k] = kept
 		case slices.Contains(schemaValue, k):
-			if !small(val) {
+			if !small(val) || (k == "default" || k == "const") && secretValue(val, prop) {
 				c.changed = true
 				continue
 			}
@@ -232,6 +242,24 @@ func bareSchema(root map[string]any) map[string]any {
 		out["required"] = r
 	}
 	return out
+}
+
+// secretValue reports a default or const of the property name that holds a credential:
+// one shaped like it anywhere in the value (secrets.HoldsSecret), or a string or number
+// under a name that always holds one (secrets.LooksSecretField: password, api_key…).
+// The schema is the upstream server's or a template's, and the model's provider is no
+// place for a credential written into it.
+func secretValue(v any, name string) bool {
+	if secrets.HoldsSecret(v) {
+		return true
+	}
+	switch x := v.(type) {
+	case string:
+		return x != "" && name != "" && secrets.LooksSecretField(name)
+	case json.Number:
+		return name != "" && secrets.LooksSecretField(name)
+	}
+	return false
 }
 
 // small says whether v encodes in at most maxSchemaValue bytes.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -614,7 +615,8 @@ func (d *draft) checkPlainText(cur *draft) error {
 }
 
 // templateSecrets names each credential written into a template's text: a header's
-// value, the URL's query, a command's argument ("tool weather: header Authorization").
+// value, the URL's query, a command's argument, a value of a tool's input_schema
+// ("tool weather: header Authorization", "tool gh: input_schema property token: default").
 // Placeholders are the caller's or the tool's configuration, never a secret here.
 func templateSecrets(text string) []string {
 	t, err := template.Parse(text)
@@ -645,6 +647,7 @@ func templateSecrets(text string) []string {
 				}
 			}
 		}
+		out = append(out, schemaSecrets(tool)...)
 		if c := tool.Command; c != nil {
 			if c.Stdin != nil && secretText(false, "", *c.Stdin) {
 				out = append(out, "tool "+tool.Name+": stdin")
@@ -661,6 +664,159 @@ func templateSecrets(text string) []string {
 		}
 	}
 	return out
+}
+
+// maxSchemaSecretDepth bounds schemaSecrets' recursion, as the template parser bounds a
+// schema's nesting (and schema.maxDepth any other's). The parser also bounds what a
+// template stands for with its aliases followed (template.MaxNodes values, 1 MiB of
+// text), so the walk reads each value once within those.
+const maxSchemaSecretDepth = 64
+
+// Keywords of a schema whose value is a subschema, a list of them, or a map of them by
+// name; properties are followed on their own, since they name the argument.
+var (
+	subschemaOne  = []string{"items", "additionalItems", "contains", "unevaluatedItems", "not", "if", "then", "else"}
+	subschemaList = []string{"anyOf", "oneOf", "allOf", "prefixItems", "items"}
+	subschemaMap  = []string{"$defs", "definitions", "patternProperties", "dependentSchemas"}
+)
+
+// schemaSecrets names each credential written as a value of a template tool's
+// input_schema ("tool gh: input_schema property token: default"): the schema is the
+// tool's definition, stored, exported, audited and listed to every client and the
+// planner as it is written, and a property's default is what the tool sends when the
+// argument is left out. A default, const, enum, example or examples value counts when
+// it has a credential's shape, and a default or const also when its property's name
+// says it holds one (secretParam). Nested properties, items and the other subschemas
+// are followed, to maxSchemaSecretDepth.
+func schemaSecrets(tool *template.Tool) []string {
+	w := &schemaSecretWalk{tool: tool.Name, seen: map[string]bool{}}
+	w.schema(tool.InputSchema, "input_schema", "", "", 0)
+	return w.out
+}
+
+type schemaSecretWalk struct {
+	tool string
+	seen map[string]bool // places already named (anyOf branches repeat them)
+	out  []string
+}
+
+// schema reads v, the subschema at prefix (input_schema, or one of its $defs) and
+// argument path prop ("auth.token", "tokens[]"; "" for the schema itself), whose nearest
+// property is named name.
+func (w *schemaSecretWalk) schema(v any, prefix, prop, name string, depth int) {
+	m, ok := v.(map[string]any)
+	if !ok || depth > maxSchemaSecretDepth {
+		return
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		val := m[k]
+		switch {
+		case k == "default" || k == "const":
+			if w.value(val, name, depth) {
+				w.add(prefix, prop, k)
+			}
+		case k == "enum" || k == "examples" || k == "example":
+			l, ok := val.([]any)
+			if !ok {
+				l = []any{val}
+			}
+			if slices.ContainsFunc(l, func(e any) bool { return w.value(e, "", depth) }) {
+				w.add(prefix, prop, k)
+			}
+		case k == "properties":
+			if props, ok := val.(map[string]any); ok {
+				for _, p := range slices.Sorted(maps.Keys(props)) {
+					w.schema(props[p], prefix, joinProp(prop, p), p, depth+1)
+				}
+			}
+		case k == "additionalProperties" || k == "unevaluatedProperties" || k == "propertyNames":
+			w.schema(val, prefix, joinProp(prop, "*"), "", depth+1)
+		case slices.Contains(subschemaMap, k):
+			if subs, ok := val.(map[string]any); ok {
+				for _, s := range slices.Sorted(maps.Keys(subs)) {
+					if k == "$defs" || k == "definitions" {
+						w.schema(subs[s], prefix+" "+k+"/"+s, "", "", depth+1)
+					} else {
+						w.schema(subs[s], prefix, joinProp(prop, s), "", depth+1)
+					}
+				}
+			}
+		case slices.Contains(subschemaList, k) || slices.Contains(subschemaOne, k):
+			at := prop
+			if strings.HasSuffix(k, "Items") || k == "items" || k == "contains" {
+				at = prop + "[]"
+			}
+			if l, ok := val.([]any); ok && slices.Contains(subschemaList, k) {
+				for _, s := range l {
+					w.schema(s, prefix, at, name, depth+1)
+				}
+			} else if slices.Contains(subschemaOne, k) {
+				w.schema(val, prefix, at, name, depth+1)
+			}
+		}
+	}
+}
+
+// value reports whether v, a literal value of a schema under the property name, holds a
+// credential: a string shaped like one anywhere in it, or a value under a name that
+// says it holds one (the property's own, or a key of an object value).
+func (w *schemaSecretWalk) value(v any, name string, depth int) bool {
+	if depth > maxSchemaSecretDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		s := strings.TrimSpace(x)
+		return s != "" && (name != "" && secretParam(name) || secrets.LooksSecretValue(s))
+	case json.Number:
+		return name != "" && secretParam(name)
+	case []any:
+		return slices.ContainsFunc(x, func(e any) bool { return w.value(e, name, depth+1) })
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if w.value(x[k], k, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (w *schemaSecretWalk) add(prefix, prop, keyword string) {
+	where := "tool " + w.tool + ": " + prefix
+	if prop != "" {
+		where += " property " + prop
+	}
+	where += ": " + keyword
+	if !w.seen[where] {
+		w.seen[where] = true
+		w.out = append(w.out, where)
+	}
+}
+
+// joinProp is the argument path of a property named p under the path prop.
+func joinProp(prop, p string) string {
+	if prop == "" {
+		return p
+	}
+	return prop + "." + p
+}
+
+// secretParam reports a parameter name whose value is a credential whatever it looks
+// like: the rule tools.SecretsHeld keeps out of saved test cases (password, api_key,
+// github_token…), which leaves out a bare "key" and session ids, plain values as often
+// (a Jira project's key, a terminal's session).
+func secretParam(name string) bool {
+	if secrets.LooksSecretField(name) {
+		return true
+	}
+	n := strings.ToLower(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, name))
+	return secrets.LooksSecretName(name) && n != "key" && !strings.HasSuffix(n, "sessionid")
 }
 
 // secretText reports whether a named text of a template (a header, a body's field or a
