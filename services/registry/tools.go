@@ -1086,7 +1086,8 @@ func (s *Service) applyTools(ctx context.Context, tx pgx.Tx, serverID, server st
 				next = ToolDiscovered
 			}
 			w.Relisted = append(w.Relisted, tools.Relisted{ID: cur.ID, Name: cur.Name, Definition: &stored,
-				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status, WasHash: cur.DefinitionHash})
+				VersionMajor: major, VersionMinor: minor, Status: next, Was: cur.Status, WasHash: cur.DefinitionHash,
+				Unavailable: !cur.Available})
 			written[cur.ID] = true
 			var definition any = raw
 			if known[cur.ID+" "+hash] {

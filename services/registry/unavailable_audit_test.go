@@ -39,3 +39,32 @@ func TestEnabledToolNoLongerListedIsAudited(t *testing.T) {
 		t.Errorf("the tool never enabled, back: %d audit entries, want none", n)
 	}
 }
+
+// TestUnavailableToolBackChangedAndReenabled: an enabled tool its server stopped listing,
+// listed again with a changed definition that its server's auto-enable policy enables at
+// once, is callable again: tool.available says so (it would otherwise stay unavailable
+// for an auditor following it).
+func TestUnavailableToolBackChangedAndReenabled(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	sp := stdioSpec("flaky")
+	sp.AutoEnable = true
+	sv := f.create(sp)
+	keep := tool("keep", "Keeps things as they are", nil)
+	on := tool("on", "Does a thing that was enabled", nil)
+	f.discover(sv.ID, discovery("connect", keep, on))
+	id := f.toolsByName(sv.ID)["on"].ID
+	if st := f.toolsByName(sv.ID)["on"].Status; st != "enabled" {
+		t.Fatalf("on: %s, want enabled by the server's policy", st)
+	}
+	f.discover(sv.ID, discovery("connect", keep))
+	changed := tool("on", "Does a thing that was enabled, now in pages", nil)
+	f.discover(sv.ID, discovery("connect", keep, changed))
+	if got := f.toolsByName(sv.ID)["on"]; !got.Available || got.Status != "enabled" {
+		t.Fatalf("on, back changed: available %v %s, want available and enabled again by policy", got.Available, got.Status)
+	}
+	if n := f.count(`SELECT count(*) FROM audit_log WHERE target_type = 'tool' AND target_id = $1 AND action = 'tool.available'
+		AND actor_kind = 'system' AND payload->>'reason' LIKE 'listed again with a changed definition%'`, id); n != 1 {
+		t.Errorf("on, back changed and enabled: %d tool.available entries, want 1", n)
+	}
+}

@@ -57,6 +57,8 @@ type Relisted struct {
 	Was string
 	// WasHash is the definition hash the discovery read (the definition replaced).
 	WasHash string
+	// Unavailable: the tool was unavailable (not listed) until this discovery.
+	Unavailable bool
 }
 
 // HistoryRow is a tool_state_history row a discovery writes for its own transitions
@@ -287,6 +289,13 @@ func auditTakenOff(ctx context.Context, tx pgx.Tx, w DiscoveryWrite, out []tools
 			continue
 		}
 		to, ok := final[r.ID]
+		if r.Definition != nil && r.Was == toolstate.Enabled && ok && to == toolstate.Enabled && r.Unavailable {
+			// Back with a new definition a policy enabled again at once: callable again.
+			entries = append(entries, audit.Entry{Actor: audit.System, Action: "tool.available", TargetType: "tool", TargetID: r.ID,
+				TargetName: toolname.Join(w.Server, r.Name), Payload: map[string]any{"state": to,
+					"reason": "listed again with a changed definition, enabled again by policy", "from_hash": r.WasHash, "to_hash": r.Definition.Hash}})
+			continue
+		}
 		if r.Definition == nil || r.Was != toolstate.Enabled || !ok || to == toolstate.Enabled {
 			continue
 		}
