@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -399,5 +400,44 @@ func TestPerlTwoArgOpenRefused(t *testing.T) {
 	tplStdin := mustParse(t, commandTool(`{argv: [perl, -ne, 'print if /a/'], stdin: "{p}"}`))
 	if res := call(t, tplStdin, "t", map[string]any{"p": "a|\nb\n"}); res.IsError || res.Text != "a|\n" {
 		t.Errorf("stdin: got %+v", res)
+	}
+
+	// A script's code cannot be seen when the template is saved, so a placeholder after
+	// it is accepted; perl's <> in the script would open "touch x|" as a command, so each
+	// operand after the script (or after -e code, which may call two-argument open
+	// itself) is refused a mode or a command at the call, wherever perl is named.
+	dir := t.TempDir()
+	script := filepath.Join(dir, "count.pl")
+	if err := os.WriteFile(script, []byte("while (<>) { print }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(dir, "data.txt")
+	if err := os.WriteFile(data, []byte("one\ntwo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, command := range []string{
+		fmt.Sprintf(`{argv: [perl, %q, "{p}"]}`, script),
+		fmt.Sprintf(`{argv: [perl, -w, --, %q, "{p}"]}`, script),
+		fmt.Sprintf(`{argv: [env, LC_ALL=C, perl, %q, "{p}"]}`, script),
+		fmt.Sprintf(`{argv: [timeout, "5", perl, %q, %q, "{p}"]}`, script, data),
+		// perl named after the program: the walk checks it wherever it is named.
+		fmt.Sprintf(`{argv: [sh, -c, 'exec "$@"', sh, perl, %q, "{p}"]}`, script),
+		`{argv: [perl, -e, 'open F, $ARGV[0] or die; print <F>', "{p}"]}`,
+	} {
+		tpl := mustParse(t, commandTool(command))
+		for _, v := range []string{"touch " + marker + "|", "|touch " + marker, " " + data, "-"} {
+			res := call(t, tpl, "t", map[string]any{"p": v})
+			if !res.IsError || !strings.Contains(res.Text, `argument "p"`) {
+				t.Errorf("%s with %q: got %+v, want a refusal", command, v, res)
+			}
+			noMarker(t, marker)
+		}
+		want := "one\ntwo\n"
+		if strings.Contains(command, "data.txt") {
+			want += want
+		}
+		if res := call(t, tpl, "t", map[string]any{"p": data}); res.IsError || res.Text != want {
+			t.Errorf("%s with a plain file name: got %+v, want %q", command, res, want)
+		}
 	}
 }

@@ -301,8 +301,8 @@ type codeCheck struct {
 	final   []item
 	finalAt int
 	echo    bool
-	// opened are the argv items with placeholders that an interpreter opens with
-	// two-argument open (checkMagicOpen).
+	// opened are the argv items with placeholders that perl may open with two-argument
+	// open: its operands after the code or script (noteOpened), for magicRefusal.
 	opened []int
 }
 
@@ -738,6 +738,9 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 	if missing && via != nil && cc.stdinVar {
 		cc.report(-1, "stdin goes to xargs, whose first word of it becomes the %s code %s runs, so it cannot have placeholders: write the code in argv and let xargs add the values after it: %s", ip.kind, name, ip.example)
 	}
+	if ip.magicOpen != "" {
+		cc.noteOpened(args, operands, codeGiven || fileGiven)
+	}
 	if !raw {
 		how := ""
 		switch {
@@ -812,9 +815,8 @@ const magicOpenExample = `pass the data on stdin ([perl, -ne, 'print if /x/'], s
 // checkMagicOpen reports placeholders among the file operands of an interpreter that
 // opens them with two-argument open, where a name such as "cmd|" or "|cmd" runs a
 // command and ">file" or "+<file" opens one to write (how says why it opens them so);
-// the first operand is the script unless code was given. It notes those items in
-// cc.opened for the call-time check (magicRefusal). Under xargs, the words it adds or
-// the lines it puts in place of -I's string would be such names too.
+// the first operand is the script unless code was given. Under xargs, the words it adds
+// or the lines it puts in place of -I's string would be such names too.
 func (cc *codeCheck) checkMagicOpen(args []item, operands []int, codeGiven bool, name, how string, via *viaXargs) {
 	if !codeGiven && len(operands) > 0 {
 		operands = operands[1:]
@@ -822,7 +824,6 @@ func (cc *codeCheck) checkMagicOpen(args []item, operands []int, codeGiven bool,
 	for _, k := range operands {
 		it := args[k]
 		if !it.t.Literal() {
-			cc.opened = append(cc.opened, it.idx)
 			cc.report(it.idx, "argv[%d] is a file that %s opens with two-argument open (%s), where a name such as 'cmd|' runs a command and '>file' writes one, so it cannot have placeholders: %s",
 				it.idx, name, how, magicOpenExample)
 		} else if s, _ := it.lit(); cc.replaced(via, s) {
@@ -836,10 +837,26 @@ func (cc *codeCheck) checkMagicOpen(args []item, operands []int, codeGiven bool,
 	}
 }
 
-// magicRefusal refuses v, the value of argv item t, which perl opens with two-argument
-// open (checkMagicOpen refuses placeholders there when a template is saved; this is the
-// backstop for one that got past): open strips white space around the name, and a
-// leading '<', '>', '+' or '|', a trailing '|', or "-" choose a mode or run a command.
+// noteOpened notes in cc.opened the items with placeholders among perl's operands
+// after its script (the first operand unless code was given), for the call-time check.
+// checkMagicOpen refuses them when the template is saved only where it sees them read
+// with <>, but a script's code cannot be seen ([perl, /opt/count.pl, "{file}"] with
+// while (<>) in it), and -e code may call two-argument open itself (open F, $ARGV[0]).
+func (cc *codeCheck) noteOpened(args []item, operands []int, codeGiven bool) {
+	if !codeGiven && len(operands) > 0 {
+		operands = operands[1:]
+	}
+	for _, k := range operands {
+		if !args[k].t.Literal() {
+			cc.opened = append(cc.opened, args[k].idx)
+		}
+	}
+}
+
+// magicRefusal refuses v, the value of argv item t, an operand of perl after its code
+// or script, which perl may open with two-argument open (noteOpened): open strips white
+// space around the name, and a leading '<', '>', '+' or '|', a trailing '|', or "-"
+// choose a mode or run a command. A plain file name, or text that is not one, passes.
 func magicRefusal(t Text, v string) error {
 	switch {
 	case t.Literal():
@@ -847,13 +864,13 @@ func magicRefusal(t Text, v string) error {
 	case strings.TrimSpace(v) != v:
 		return refuse(t.firstParam(), "starts or ends with white space, which Perl's two-argument open strips from the file name it opens")
 	case v != "" && strings.IndexByte("<>+|-", v[0]) >= 0 || strings.HasSuffix(v, "|"):
-		return refuse(t.firstParam(), "is a file name that Perl's two-argument open reads as a mode or a command: it may not start with '<', '>', '+', '|' or '-', nor end with '|'")
+		return refuse(t.firstParam(), "goes to perl, whose two-argument open (<> in its code or script) would read it as a mode or a command: it may not start with '<', '>', '+', '|' or '-', nor end with '|'")
 	}
 	return nil
 }
 
-// magicOpened are the argv items with placeholders that an interpreter opens with
-// two-argument open: items the code check refuses, found again at call time.
+// magicOpened are the argv items with placeholders that perl may open with
+// two-argument open, wherever it is named in argv (noteOpened).
 func magicOpened(argv []Text, stdinVar bool) []int {
 	cc := &codeCheck{stdinVar: stdinVar, report: func(int, string, ...any) {}}
 	cc.walk(argv)

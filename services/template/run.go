@@ -79,8 +79,9 @@ func (rn *runner) command(ctx context.Context, c *Command, a args) (Result, bool
 	// starting with '-' is an option (dashes.go).
 	stdinVar := c.Stdin != nil && !c.Stdin.Literal()
 	opts := optionsEnd(c.Argv, stdinVar)
-	// Items perl opens with two-argument open are refused when the template is saved;
-	// should one get past, its value still may not name a mode or a command.
+	// Perl's operands after its code or script may be opened with two-argument open
+	// (<> in a script whose code the save-time check cannot see): their values may not
+	// name a mode or a command.
 	opened := magicOpened(c.Argv, stdinVar)
 	for i, t := range c.Argv {
 		v, err := t.expand(a, func(param, v string) (string, error) {
