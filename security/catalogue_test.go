@@ -123,7 +123,7 @@ var catalogue = []behaviour{
 		{"services/template", "TestCommandArgumentsStayData"}, {"services/template", "TestCommandLeadingDash"},
 		{"services/template", "TestHTTPArgumentsStayData"}, {"services/template", "TestHTTPRedirectStaysAtOrigin"},
 		{"services/template", "TestPerlTwoArgOpenRefused"}, {"services/template", "TestPathValueCannotClimbOut"},
-		{"services/template", "TestCookieValueCannotAddCookies"},
+		{"services/template", "TestCookieValueCannotAddCookies"}, {"services/registry", "TestTemplateSchemaSecretRefused"},
 		{"services/template", "TestParseProblems"}, {"web", "TestTemplateServerAPI"}}},
 	{what: "template tools: commands run confined, time out and die with their process group; output is capped", proofs: []proof{
 		{"services/mcpclient", "TestTemplateCommandsConfined"}, {"services/mcpclient", "TestTemplateSessionEndKillsCommands"},
