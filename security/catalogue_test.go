@@ -123,12 +123,14 @@ var catalogue = []behaviour{
 		{"services/template", "TestCommandArgumentsStayData"}, {"services/template", "TestCommandLeadingDash"},
 		{"services/template", "TestHTTPArgumentsStayData"}, {"services/template", "TestHTTPRedirectStaysAtOrigin"},
 		{"services/template", "TestPerlTwoArgOpenRefused"}, {"services/template", "TestPathValueCannotClimbOut"},
-		{"services/template", "TestCookieValueCannotAddCookies"}, {"services/registry", "TestTemplateSchemaSecretRefused"},
+		{"services/template", "TestCookieValueCannotAddCookies"},
 		{"services/template", "TestParseProblems"}, {"web", "TestTemplateServerAPI"}}},
 	{what: "template tools: commands run confined, time out and die with their process group; output is capped", proofs: []proof{
 		{"services/mcpclient", "TestTemplateCommandsConfined"}, {"services/mcpclient", "TestTemplateSessionEndKillsCommands"},
 		{"services/template", "TestCommandTimeoutKillsGroup"}, {"services/template", "TestCommandExitKillsLeftovers"},
 		{"services/template", "TestOutputCap"}}},
+	{what: "template tools: a credential written into a template (a header, the URL, a body, a command, an input_schema value) is refused when it is saved", proofs: []proof{
+		{"services/registry", "TestTemplateServerValidation"}, {"services/registry", "TestTemplateSchemaSecretRefused"}}},
 	{what: "template tools that run commands: only administrators set them", proofs: []proof{
 		{"services/registry", "TestTemplateServerCommandPermission"}, {"web", "TestTemplateServerPermissions"}}},
 	// Issue #21: access and deployment defaults.
