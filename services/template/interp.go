@@ -1,6 +1,7 @@
 package template
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -757,6 +758,13 @@ func (cc *codeCheck) checkInterp(items []item, at int, full bool, via *viaXargs)
 			cc.checkMagicOpen(args, operands, codeGiven || fileGiven, name, how, via)
 		}
 	}
+	if ip.magicOpen != "" {
+		if !codeGiven && !fileGiven {
+			cc.checkScriptOpen(args, operands, name, via)
+		} else {
+			cc.checkCodeOpen(args, code, operands, name, via)
+		}
+	}
 	if !full {
 		return
 	}
@@ -875,6 +883,77 @@ func magicOpened(argv []Text, stdinVar bool) []int {
 	cc := &codeCheck{stdinVar: stdinVar, report: func(int, string, ...any) {}}
 	cc.walk(argv)
 	return cc.opened
+}
+
+// checkScriptOpen reports standard input with placeholders under xargs, where its words
+// (or, with -I, its lines) become perl's arguments after its script: the script's code
+// cannot be seen, so it may open them with two-argument open (while (<>), open F,
+// $ARGV[0]), where a name such as "cmd|" runs a command, and the call-time check
+// (noteOpened) sees only argv's items, never what xargs adds. Code given in argv is
+// judged by checkMagicOpen instead. With no operand, xargs's first word is the script,
+// which checkInterp reports.
+func (cc *codeCheck) checkScriptOpen(args []item, operands []int, name string, via *viaXargs) {
+	if len(operands) == 0 || via == nil || !cc.stdinVar {
+		return
+	}
+	script, ok := args[operands[0]].lit()
+	if !ok {
+		script = "script.pl"
+	} else if cc.replaced(via, script) {
+		return // the script itself is refused (replacedMsg)
+	}
+	example := fmt.Sprintf(`[%s, %s, "{file}"]`, name, script)
+	if cc.xargsWords(via) {
+		cc.report(-1, "stdin goes to xargs, which adds its words after the script %s runs, whose code the check cannot see: it may open them with two-argument open (<>, or open F, $ARGV[0]), where a name such as 'cmd|' runs a command, and no check at the call sees the words xargs adds, so stdin cannot have placeholders: run %s without xargs and pass each value as its own argv item after the script, where the call refuses such a name: %s",
+			name, name, example)
+		return
+	}
+	for _, k := range operands[1:] {
+		if s, ok := args[k].lit(); ok && cc.replaced(via, s) {
+			cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], an argument of the script %s runs, whose code the check cannot see: it may open it with two-argument open (<>, or open F, $ARGV[0]), where a name such as 'cmd|' runs a command, and no check at the call sees the lines xargs puts there, so stdin cannot have placeholders: run %s without xargs and pass each value as its own argv item after the script, where the call refuses such a name: %s",
+				via.replace, args[k].idx, name, name, example)
+			return
+		}
+	}
+}
+
+// perlOpenCall matches Perl code that calls open (CORE::open, IO::File->open too), or
+// -e code attached to its option that starts with it: two-argument open cannot be told
+// from three-argument open by its text.
+var perlOpenCall = regexp.MustCompile(`(?:^|[^\w$@%&])open\b|^-\w*[eE]open\b`)
+
+// checkCodeOpen reports standard input with placeholders under xargs, where its words
+// (or, with -I, its lines) become the arguments of perl code given in argv that calls
+// open: with two arguments (open F, $ARGV[0]) a name such as "cmd|" runs a command, and
+// the call-time check sees only argv's items. Code reading them with <> is reported by
+// checkMagicOpen; code that calls no open (print "@ARGV") reads them as data.
+func (cc *codeCheck) checkCodeOpen(args []item, code, operands []int, name string, via *viaXargs) {
+	if via == nil || !cc.stdinVar {
+		return
+	}
+	at := -1
+	for _, k := range code {
+		if s, ok := args[k].lit(); ok && perlOpenCall.MatchString(s) {
+			at = args[k].idx
+			break
+		}
+	}
+	if at < 0 {
+		return
+	}
+	example := fmt.Sprintf(`[%s, -e, 'open my $f, "<", $ARGV[0] or die "$ARGV[0]: $!"; …', "{file}"]`, name)
+	if cc.xargsWords(via) {
+		cc.report(-1, "stdin goes to xargs, which adds its words after the Perl code of argv[%d], which calls open: with two arguments (open F, $ARGV[0]) a name such as 'cmd|' runs a command, and no check at the call sees the words xargs adds, so stdin cannot have placeholders: run %s without xargs and pass each value as its own argv item after the code, where the call refuses such a name: %s",
+			at, name, example)
+		return
+	}
+	for _, k := range operands {
+		if s, ok := args[k].lit(); ok && cc.replaced(via, s) {
+			cc.report(-1, "stdin goes to xargs, which puts each of its lines in place of %s in argv[%d], an argument of the Perl code of argv[%d], which calls open: with two arguments (open F, $ARGV[0]) a name such as 'cmd|' runs a command, and no check at the call sees the lines xargs puts there, so stdin cannot have placeholders: run %s without xargs and pass each value as its own argv item after the code, where the call refuses such a name: %s",
+				via.replace, args[k].idx, at, name, example)
+			return
+		}
+	}
 }
 
 // xargsShellExample is the safe form of a shell under xargs: the code is written out and
