@@ -311,9 +311,9 @@ func Users(p UsersPage) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var18 string
-						templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs("Disable " + u.Username + "? They are signed out at once and their API tokens stop working.")
+						templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs("Disable " + u.Username + "? They are signed out at once and their API tokens are revoked (enabling them again brings none back).")
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 56, Col: 195}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 56, Col: 233}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 						if templ_7745c5c3_Err != nil {

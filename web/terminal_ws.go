@@ -106,6 +106,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	// Keys wait for the first check below, and for each check an event about this
 	// person or the terminal tool makes due, from the moment it arrives.
 	gate := newTypingGate()
+	// Keys and resizes are the person at work: they keep the session from its idle end,
+	// which only page loads did (a person typing here for hours was signed out).
+	activity := h.deps.Auth.Activity(p)
 	// Reader: keys and resizes, pongs, the client leaving.
 	go func() {
 		defer cancel()
@@ -135,6 +138,9 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 			}
 			if err != nil {
 				_ = writeJSON(map[string]any{"type": "error", "message": err.Error()})
+			}
+			if m.Type == "input" || m.Type == "resize" {
+				activity.Seen(ctx) // after the key went: a write at most once a minute
 			}
 		}
 	}()

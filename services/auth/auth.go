@@ -89,7 +89,7 @@ type Options struct {
 	IdleTimeout time.Duration // a session unused this long ends (default 4h)
 	// Throttling: MaxAccountFailures failed sign-ins for one username from one address,
 	// or MaxIPFailures from one address for any usernames, within ThrottleWindow refuse
-	// further attempts from that address until the oldest of them leaves the window.
+	// further attempts from that address until fewer than that are left in the window.
 	// Other addresses are not slowed by these, so nobody can lock an account's owner out.
 	MaxAccountFailures int           // default 5
 	MaxIPFailures      int           // default 20

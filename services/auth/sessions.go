@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -81,12 +82,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 	var loginErr error
 	taken := 0 // the failed sign-ins held back that this attempt's entry counts
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		// One attempt per address and per account at a time, so parallel guesses cannot
-		// all slip in before the first failure is counted. The address lock comes first,
-		// always, so the two cannot deadlock.
-		if _, err := tx.Exec(ctx, `/* auth.Login.lock */
-			SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)), pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
-			username, from); err != nil {
+		if err := lockAttempt(ctx, tx, "Login", username, from); err != nil {
 			return err
 		}
 		var cookie []byte // the device cookie's hash
@@ -339,6 +335,25 @@ func networkRowName(username, from string) string {
 	return "NETWORK " + from + " " + username
 }
 
+// lockAttempt takes, in tx, the locks of an attempt to sign in to username from the
+// address from (a throttleKey): one attempt per address, per wider IPv6 network
+// (ipv6Networks) and per account at a time, so parallel guesses cannot all slip in
+// before the first failure is counted; with the /64's lock alone, attempts from many
+// /64s of one /56 or /48 overshot its limit. Always the address's first, then its
+// networks' narrowest first, then the account's, so no two attempts deadlock. Login
+// and ChangePassword take them; caller names the statement where it waits
+// (pg_stat_activity).
+func lockAttempt(ctx context.Context, tx pgx.Tx, caller, username, from string) error {
+	// For an IPv4 address ($3)[i] is NULL, and pg_advisory_xact_lock(NULL) locks nothing.
+	_, err := tx.Exec(ctx, `/* auth.`+caller+`.lock */
+		SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)),
+		       pg_advisory_xact_lock(hashtextextended('login-ip:' || ($3::text[])[1], 0)),
+		       pg_advisory_xact_lock(hashtextextended('login-ip:' || ($3::text[])[2], 0)),
+		       pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
+		username, from, networkKeys(from))
+	return err
+}
+
 // recordFailure counts a failed sign-in to username from the address from (a
 // throttleKey), and for an IPv6 address for each of its wider networks.
 func recordFailure(ctx context.Context, tx pgx.Tx, username, from string) error {
@@ -354,34 +369,38 @@ func recordFailure(ctx context.Context, tx pgx.Tx, username, from string) error 
 // signing in from theirs (issue #17, finding 7). Those of all addresses together are
 // throttledAnywhere's, which the owner's browsers pass with their device cookies.
 func (s *Service) throttled(ctx context.Context, q db.Querier, username, ip string) (*fault.Error, error) {
-	var pairN, ipN, net0N, net1N int
-	var pairOldest, ipOldest, net0Oldest, net1Oldest *time.Time
-	nets := networkKeys(ip) // none: ($4)[i] is NULL, and counts nothing
+	// For each limit, the limit-th newest failure in the window: while it is there the
+	// limit is reached, and when it leaves the window the count is under it again
+	// (throttledAnywhere's rule). The oldest failure told too short a wait whenever more
+	// than the limit were counted.
+	var pairNth, ipNth, net0Nth, net1Nth *time.Time
+	nets := networkKeys(ip) // none: ($4)[i] is NULL, and matches nothing
+	var netLimits [2]int
+	for i, n := range ipv6Networks {
+		netLimits[i] = s.opts.MaxIPFailures * n.factor
+	}
 	err := q.QueryRow(ctx, `/* auth.throttled */
-		SELECT count(*) FILTER (WHERE ip = $2 AND username = $1), min(at) FILTER (WHERE ip = $2 AND username = $1),
-		       count(*) FILTER (WHERE ip = $2), min(at) FILTER (WHERE ip = $2),
-		       count(*) FILTER (WHERE ip = ($4::text[])[1]), min(at) FILTER (WHERE ip = ($4::text[])[1]),
-		       count(*) FILTER (WHERE ip = ($4::text[])[2]), min(at) FILTER (WHERE ip = ($4::text[])[2])
-		FROM login_failures WHERE ip = ANY(array_prepend($2::text, $4::text[])) AND at > now() - $3::interval`,
-		username, ip, s.opts.ThrottleWindow, nets).Scan(&pairN, &pairOldest, &ipN, &ipOldest, &net0N, &net0Oldest, &net1N, &net1Oldest)
+		SELECT (SELECT at FROM login_failures WHERE ip = $2 AND username = $1 AND at > now() - $3::interval ORDER BY at DESC OFFSET $5 LIMIT 1),
+		       (SELECT at FROM login_failures WHERE ip = $2 AND at > now() - $3::interval ORDER BY at DESC OFFSET $6 LIMIT 1),
+		       (SELECT at FROM login_failures WHERE ip = ($4::text[])[1] AND at > now() - $3::interval ORDER BY at DESC OFFSET $7 LIMIT 1),
+		       (SELECT at FROM login_failures WHERE ip = ($4::text[])[2] AND at > now() - $3::interval ORDER BY at DESC OFFSET $8 LIMIT 1)`,
+		username, ip, s.opts.ThrottleWindow, nets,
+		s.opts.MaxAccountFailures-1, s.opts.MaxIPFailures-1, netLimits[0]-1, netLimits[1]-1).Scan(&pairNth, &ipNth, &net0Nth, &net1Nth)
 	if err != nil {
 		return nil, fmt.Errorf("auth: throttle check: %w", err)
 	}
-	retry := func(oldest *time.Time) time.Duration {
-		if oldest == nil {
-			return s.opts.ThrottleWindow
-		}
-		return max(time.Until(oldest.Add(s.opts.ThrottleWindow)), time.Second)
+	retry := func(nth *time.Time) time.Duration {
+		return max(time.Until(nth.Add(s.opts.ThrottleWindow)), time.Second)
 	}
 	switch {
-	case pairN >= s.opts.MaxAccountFailures:
-		return Throttled(retry(pairOldest), "account from this address"), nil
-	case ip != "" && ipN >= s.opts.MaxIPFailures:
-		return Throttled(retry(ipOldest), "address"), nil
-	case len(nets) > 0 && net0N >= s.opts.MaxIPFailures*ipv6Networks[0].factor:
-		return Throttled(retry(net0Oldest), ScopeNetwork), nil
-	case len(nets) > 0 && net1N >= s.opts.MaxIPFailures*ipv6Networks[1].factor:
-		return Throttled(retry(net1Oldest), ScopeNetwork), nil
+	case pairNth != nil:
+		return Throttled(retry(pairNth), "account from this address"), nil
+	case ip != "" && ipNth != nil:
+		return Throttled(retry(ipNth), "address"), nil
+	case len(nets) > 0 && net0Nth != nil:
+		return Throttled(retry(net0Nth), ScopeNetwork), nil
+	case len(nets) > 0 && net1Nth != nil:
+		return Throttled(retry(net1Nth), ScopeNetwork), nil
 	}
 	return nil, nil
 }
@@ -396,10 +415,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	rows, err := s.pool.Query(ctx, `/* auth.Authenticate */
 		SELECT u.id::text AS id, u.username, u.display_name, u.role, u.password_hash, u.disabled_at, u.last_login_at,
 		       u.created_at, u.updated_at, s.expires_at,
-		       NOT (s.last_seen_at BETWEEN now() - interval '1 minute' AND now()) AS stale
+		       NOT (s.last_seen_at BETWEEN now() - $3::interval AND now()) AS stale
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.token_hash = $1 AND s.expires_at > now() AND s.last_seen_at > now() - $2::interval AND u.disabled_at IS NULL`,
-		h, s.opts.IdleTimeout)
+		h, s.opts.IdleTimeout, s.touchEvery())
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate: %w", err)
 	}
@@ -415,19 +434,72 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Principal, e
 	if err != nil {
 		return nil, fmt.Errorf("auth: authenticate: %w", err)
 	}
-	// Refresh the idle clock at most once a minute: one write per active user-minute,
-	// not one per request. last_seen_at is the database's now(), so it is compared with
+	// Refresh the idle clock at most once a minute (touchEvery): one write per active
+	// user-minute, not one per request. last_seen_at is the database's now(), so it is compared with
 	// that only: against this host's clock, a database clock running ahead made it look
 	// fresh for ever and an active person was signed out at the idle timeout. One ahead
 	// of the database's own clock (stepped back since) is brought back to now, so the
 	// idle timeout counts from the last request, not from a time still to come.
 	if r.Stale {
 		if _, err := s.pool.Exec(ctx, `/* auth.Authenticate.touch */ UPDATE sessions SET last_seen_at = now()
-			WHERE token_hash = $1 AND NOT (last_seen_at BETWEEN now() - interval '1 minute' AND now())`, h); err != nil {
+			WHERE token_hash = $1 AND NOT (last_seen_at BETWEEN now() - $2::interval AND now())`, h, s.touchEvery()); err != nil {
 			s.log.Warn("auth: touch session", "err", err)
 		}
 	}
 	return &Principal{User: r.User, Kind: audit.ActorUser, SessionID: h, SessionExpiresAt: &r.ExpiresAt}, nil
+}
+
+// touchEvery is how often a session's idle clock (last_seen_at) is written at most: once
+// a minute, or a quarter of the idle timeout when that is shorter, so that a session in
+// use never reaches it between two writes.
+func (s *Service) touchEvery() time.Duration { return min(time.Minute, s.opts.IdleTimeout/4) }
+
+// SessionActivity refreshes the idle clock of a session from a long-lived connection,
+// which Authenticate, run once at its handshake, does not see: a person typing in a
+// terminal's websocket for hours is not idle. Call Seen at each message its person
+// sends; it writes at most once per touchEvery (kept in memory, then checked in the
+// database as Authenticate checks it). One per connection; safe for concurrent use.
+type SessionActivity struct {
+	s    *Service
+	hash []byte // the session's token hash; nil: an API token, which has no idle clock
+	mu   sync.Mutex
+	next time.Time
+}
+
+// Activity returns the SessionActivity of p's connection.
+func (s *Service) Activity(p *Principal) *SessionActivity {
+	a := &SessionActivity{s: s}
+	if p != nil && p.Kind == audit.ActorUser {
+		a.hash = p.SessionID
+	}
+	return a
+}
+
+// Seen notes a message from the connection's person. A session that already ended
+// (expired, idle too long, signed out) is not brought back: the connection's next
+// check (CurrentRole) ends it.
+func (a *SessionActivity) Seen(ctx context.Context) {
+	if a == nil || a.hash == nil {
+		return
+	}
+	now := time.Now()
+	every := a.s.touchEvery()
+	a.mu.Lock()
+	due := !now.Before(a.next)
+	if due {
+		a.next = now.Add(every)
+	}
+	a.mu.Unlock()
+	if !due {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := a.s.pool.Exec(ctx, `/* auth.SessionActivity.touch */ UPDATE sessions SET last_seen_at = now()
+		WHERE token_hash = $1 AND NOT (last_seen_at BETWEEN now() - $2::interval AND now())
+		  AND expires_at > now() AND last_seen_at > now() - $3::interval`, a.hash, every, a.s.opts.IdleTimeout); err != nil {
+		a.s.log.Warn("auth: touch session from its connection", "err", err)
+	}
 }
 
 // Logout ends the principal's session.

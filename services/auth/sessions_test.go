@@ -608,7 +608,8 @@ func TestStillValid(t *testing.T) {
 	check("session", sp, true)
 	check("token", tp, true)
 
-	// Disabling alice ends both; re-enabling brings back only the token.
+	// Disabling alice ends both, for good: re-enabling brings back neither (the token
+	// was revoked with the disable).
 	if _, err := f.svc.SetDisabled(f.ctx, actorOf(root), alice.ID, true); err != nil {
 		t.Fatal(err)
 	}
@@ -618,12 +619,18 @@ func TestStillValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("ended session after re-enabling", sp, false)
-	check("token after re-enabling", tp, true)
+	check("token revoked by the disable, after re-enabling", tp, false)
+	if n := f.count(`SELECT count(*) FROM api_tokens WHERE id = $1 AND revoked_at IS NOT NULL`, tok.ID); n != 1 {
+		t.Errorf("alice's token after the disable: not revoked, want revoked")
+	}
 
-	if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tok.ID, alice.ID); err != nil {
+	plain2, tok2 := f.createToken(alice, "ci-2")
+	tp2 := f.mustAuthToken(plain2, alice)
+	check("new token after re-enabling", tp2, true)
+	if _, err := f.svc.RevokeToken(f.ctx, actorOf(alice), tok2.ID, alice.ID); err != nil {
 		t.Fatal(err)
 	}
-	check("revoked token", tp, false)
+	check("revoked token", tp2, false)
 
 	s2 := f.login("alice", testPassword)
 	sp2 := f.mustAuth(s2.Token, alice)

@@ -1,9 +1,11 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -277,12 +279,15 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 		if tok.RevokedAt != nil {
 			return nil
 		}
-		if err := tx.QueryRow(ctx, `/* auth.RevokeToken */ UPDATE api_tokens SET revoked_at = now() WHERE id = $1::uuid RETURNING revoked_at`,
-			tokenID).Scan(&tok.RevokedAt); err != nil {
+		revoked, err := revokeTokens(ctx, tx, "id = $1::uuid", tokenID)
+		if err != nil {
 			return err
 		}
-		if _, err = audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name,
-			Payload: map[string]any{"name": tok.Name, "prefix": tok.Prefix, "user": owner}}); err != nil {
+		if len(revoked) != 1 { // the row is locked above, and was not revoked
+			return fmt.Errorf("revoked %d rows, want 1", len(revoked))
+		}
+		tok.RevokedAt = revoked[0].RevokedAt
+		if _, err = audit.Append(ctx, tx, tokenRevokeEntry(actor, tok, owner, "")); err != nil {
 			return err
 		}
 		// Other replicas forget the token (Follow); live connections it opened end.
@@ -294,6 +299,36 @@ func (s *Service) RevokeToken(ctx context.Context, actor audit.Actor, tokenID, o
 	}
 	s.tokens.clear()
 	return tok, nil
+}
+
+// revokeTokens revokes, inside tx, the tokens not revoked yet that match where (SQL
+// over api_tokens with args), and returns them oldest first. The caller audits each
+// (tokenRevokeEntry) once its rows are all written, and clears the token cache after
+// the commit: RevokeToken, and UpdateUser disabling a user.
+func revokeTokens(ctx context.Context, tx pgx.Tx, where string, args ...any) ([]Token, error) {
+	rows, err := tx.Query(ctx, `/* auth.revokeTokens */ UPDATE api_tokens SET revoked_at = now()
+		WHERE revoked_at IS NULL AND (`+where+`) RETURNING `+tokenColumns, args...)
+	if err != nil {
+		return nil, err
+	}
+	toks, err := pgx.CollectRows(rows, pgx.RowToStructByName[Token])
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(toks, func(a, b Token) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
+	return toks, nil
+}
+
+// tokenRevokeEntry is the audit entry of tok's revocation by actor; owner is the
+// token's user's name, reason (when not empty) why it was revoked without being named.
+func tokenRevokeEntry(actor audit.Actor, tok Token, owner, reason string) audit.Entry {
+	payload := map[string]any{"name": tok.Name, "prefix": tok.Prefix, "user": owner}
+	if reason != "" {
+		payload["reason"] = reason
+	}
+	return audit.Entry{Actor: actor, Action: "token.revoke", TargetType: "token", TargetID: tok.ID, TargetName: tok.Name, Payload: payload}
 }
 
 // AuthenticateToken returns the principal for a bearer token, or ErrUnauthenticated when

@@ -236,19 +236,25 @@ func TestRevokeToken(t *testing.T) {
 	bob := f.createUser("bob", auth.RoleToolUser)
 	alicePlain, aliceTok := f.createToken(alice, "ci")
 	bobPlain, bobTok := f.createToken(bob, "ci") // names are per user
+	carol := f.createUser("carol", auth.RoleToolUser)
+	f.createToken(carol, "ci")
 
+	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 3 {
+		t.Fatalf("CountTokens: got %d, %v; want 3", n, err)
+	}
+	// Disabling a user revokes their tokens: they are not counted as active, nor once
+	// the user is enabled again.
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), carol.ID, true); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 2 {
-		t.Fatalf("CountTokens: got %d, %v; want 2", n, err)
+		t.Fatalf("CountTokens with carol disabled: got %d, %v; want 2", n, err)
 	}
-	// A disabled user's tokens do not sign in, so they are not counted as active.
-	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), bob.ID, true); err != nil {
+	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), carol.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 1 {
-		t.Fatalf("CountTokens with bob disabled: got %d, %v; want 1", n, err)
-	}
-	if _, err := f.svc.SetDisabled(f.ctx, actorOf(admin), bob.ID, false); err != nil {
-		t.Fatal(err)
+	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 2 {
+		t.Fatalf("CountTokens with carol enabled again: got %d, %v; want 2", n, err)
 	}
 
 	// Alice cannot revoke bob's token, nor one that does not exist.
@@ -282,7 +288,7 @@ func TestRevokeToken(t *testing.T) {
 	}
 	f.mustNotAuthToken(bobPlain, "revoked by an admin")
 
-	revokes := f.audits("token.revoke")
+	revokes := f.audits("token.revoke")[1:] // the first: carol's, by her disable
 	if len(revokes) != 2 {
 		t.Fatalf("token.revoke audit rows: got %d, want 2", len(revokes))
 	}
@@ -301,7 +307,7 @@ func TestRevokeToken(t *testing.T) {
 	if n, err := f.svc.CountTokens(f.ctx); err != nil || n != 0 {
 		t.Errorf("CountTokens after revoking both: got %d, %v; want 0", n, err)
 	}
-	f.verifyAudit(3 + 2 + 2 + 2) // the last two: bob disabled and enabled again
+	f.verifyAudit(4 + 3 + 3 + 2) // users, tokens, carol disabled (her token revoked) and enabled, revokes
 }
 
 func TestTokenNameUnique(t *testing.T) {

@@ -221,8 +221,9 @@ func (s *Service) SetRole(ctx context.Context, actor audit.Actor, id string, rol
 	return s.UpdateUser(ctx, actor, id, UserChange{Role: &role})
 }
 
-// SetDisabled disables or re-enables a user. Disabling ends all their sessions at once;
-// their API tokens stop working while they stay disabled.
+// SetDisabled disables or re-enables a user. Disabling ends all their sessions at once
+// and revokes their live API tokens (each audited as token.revoke): re-enabling brings
+// none of them back.
 func (s *Service) SetDisabled(ctx context.Context, actor audit.Actor, id string, disabled bool) (User, error) {
 	return s.UpdateUser(ctx, actor, id, UserChange{Disabled: &disabled})
 }
@@ -277,22 +278,35 @@ func (s *Service) UpdateUser(ctx context.Context, actor audit.Actor, id string, 
 				return err
 			}
 			action := "user.enable"
+			var revoked []Token
 			if disable {
 				action = "user.disable"
 				if sessionsEnded, err = endUserSessions(ctx, tx, u); err != nil {
 					return err
 				}
+				// Their live API tokens are revoked, not only refused while the account is
+				// disabled: re-enabling it must not bring back one a thief made with a
+				// stolen session. Expired ones work no more anyway and are left as they are.
+				if revoked, err = revokeTokens(ctx, tx, "user_id = $1::uuid AND (expires_at IS NULL OR expires_at > now())", id); err != nil {
+					return err
+				}
+			}
+			payload := map[string]any{"username": u.Username}
+			if disable {
+				payload["tokens_revoked"] = len(revoked)
 			}
 			entries = append(entries, audit.Entry{Actor: actor, Action: action, TargetType: "user", TargetID: id, TargetName: u.Username,
-				Payload: map[string]any{"username": u.Username}})
+				Payload: payload})
+			for _, tok := range revoked {
+				entries = append(entries, tokenRevokeEntry(actor, tok, u.Username, "user disabled"))
+			}
 		}
 		if len(entries) == 0 {
 			return nil
 		}
-		for _, e := range entries {
-			if _, err := audit.Append(ctx, tx, e); err != nil {
-				return err
-			}
+		// One write of the chain: a disable may revoke up to MaxLiveTokens tokens.
+		if _, err := audit.AppendBatch(ctx, tx, entries); err != nil {
+			return err
 		}
 		if sessionsEnded {
 			if err := announceSessionsEnded(ctx, tx, u, "user disabled"); err != nil {
@@ -447,12 +461,10 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 	var sess Session
 	from := throttleKey(actor.IP)
 	err = db.WithTx(ctx, s.begin, func(tx pgx.Tx) error {
-		// Login's locks, in Login's order and before the row's as there: a failed sign-in
-		// and a wrong current password from one address cannot both pass the throttle
-		// check below at the limit's last failure. (Usernames never change.)
-		if _, err := tx.Exec(ctx, `/* auth.ChangePassword.lock */
-			SELECT pg_advisory_xact_lock(hashtextextended('login-ip:' || $2, 0)), pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
-			p.User.Username, from); err != nil {
+		// Login's locks (lockAttempt), before the row's as there: a failed sign-in and a
+		// wrong current password from one address or network cannot both pass the
+		// throttle check below at the limit's last failure. (Usernames never change.)
+		if err := lockAttempt(ctx, tx, "ChangePassword", p.User.Username, from); err != nil {
 			return err
 		}
 		u, err := lockUser(ctx, tx, p.User.ID)

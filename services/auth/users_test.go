@@ -328,8 +328,8 @@ func TestDisabledUserCutOff(t *testing.T) {
 	if u.Disabled() {
 		t.Fatalf("re-enable result: got %+v, want enabled", u)
 	}
-	f.mustAuthToken(plain, bob)
-	f.mustNotAuth(s.Token, "session ended by disabling, after re-enabling") // ended for good
+	f.mustNotAuthToken(plain, "API token revoked by disabling, after re-enabling") // revoked for good
+	f.mustNotAuth(s.Token, "session ended by disabling, after re-enabling")        // ended for good
 	s2 := f.login("bob", testPassword)
 	f.mustAuth(s2.Token, bob)
 	if a := f.oneAudit("user.enable"); a.ActorID != root.ID || a.TargetID != bob.ID {
@@ -338,8 +338,8 @@ func TestDisabledUserCutOff(t *testing.T) {
 	if _, err := f.svc.SetDisabled(f.ctx, actorOf(root), "00000000-0000-4000-8000-000000000000", true); !errors.Is(err, auth.ErrNotFound) {
 		t.Errorf("disabling an unknown user: got %v, want ErrNotFound", err)
 	}
-	// create×2, login, token.create, disable, login_failed, enable, login.
-	f.verifyAudit(8)
+	// create×2, login, token.create, disable, token.revoke, login_failed, enable, login.
+	f.verifyAudit(9)
 }
 
 func TestResetPassword(t *testing.T) {
