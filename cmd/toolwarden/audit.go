@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,8 +111,10 @@ func cmdAuditCheckpoint(ctx context.Context, args []string, stdout, stderr io.Wr
 
 // exitVerifyFailed and exitCouldNotVerify are audit verify's exit codes besides 0 and
 // 2 (a wrong command line): the log does not verify (a broken chain, a checkpoint it no
-// longer reaches or whose signature does not hold), or the check could not run (no
-// database, no such checkpoint file): a script must not take the one for the other.
+// longer reaches, or a checkpoint altered: its signature does not hold, its file is no
+// checkpoint, the newest renamed), or the check could not run (no database, no such
+// checkpoint file, one that cannot be read): a script must not take the one for the
+// other, as one that alerts on 1 and retries on 3 would retry on tampering.
 const (
 	exitVerifyFailed   = 1
 	exitCouldNotVerify = 3
@@ -131,7 +134,8 @@ func cmdAuditVerify(ctx context.Context, args []string, stdin io.Reader, stdout,
 		fmt.Fprintln(stderr, "usage: toolwarden audit verify [--checkpoint F] [--public-key P] [--workers N] [flags]\n\n"+
 			"Checks the audit log's hash chain, and that it still reaches the newest signed checkpoint\n"+
 			"in <data-dir>/checkpoints (or F). Exit status: 0 it verifies, 1 it does not (the entries\n"+
-			"are named; or the checkpoint's signature does not hold), 2 a wrong command line, 3 the\n"+
+			"are named; or the checkpoint was altered: its signature does not hold, its file holds no\n"+
+			"checkpoint, or the newest's name is not its content's), 2 a wrong command line, 3 the\n"+
 			"check could not run (the database unreachable, a checkpoint file missing or unreadable).")
 		fs.PrintDefaults()
 	}
@@ -140,7 +144,8 @@ func cmdAuditVerify(ctx context.Context, args []string, stdin io.Reader, stdout,
 	}
 	res, cpNote, err := auditVerify(ctx, c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile), workers, stdin, stderr)
 	if err != nil {
-		if errors.Is(err, audit.ErrCheckpointSignature) {
+		var altered alteredCheckpoint
+		if errors.Is(err, audit.ErrCheckpointSignature) || errors.As(err, &altered) {
 			return codedError{exitVerifyFailed, err}
 		}
 		return codedError{exitCouldNotVerify, err}
@@ -217,13 +222,61 @@ func loadCheckpointFile(c config, path, pubFlag, keyPath string) (*audit.Checkpo
 	src := audit.CheckpointSource{Path: path, Dir: checkpointDir(c), PublicKey: pubFlag, KeyFile: keyPath}
 	cp, note, err := audit.LoadCheckpoint(src)
 	if err != nil {
+		if !errors.Is(err, audit.ErrCheckpointSignature) && checkpointAltered(src) {
+			err = alteredCheckpoint{err}
+		}
 		return nil, nil, "", err
 	}
 	return cp, audit.OlderCheckpoints(src, cp), note, nil
 }
 
-// renamedError is err said with a path replaced, still wrapping it (errors.Is finds
-// audit.ErrCheckpointSignature through it).
+// alteredCheckpoint is LoadCheckpoint's error when the checkpoint file is itself what
+// is wrong (checkpointAltered): verify exits 1 on it, as on a signature that does not
+// hold, not 3.
+type alteredCheckpoint struct{ err error }
+
+func (e alteredCheckpoint) Error() string { return e.err.Error() }
+func (e alteredCheckpoint) Unwrap() error { return e.err }
+
+// checkpointAltered reports, after LoadCheckpoint failed on src, whether the checkpoint
+// file is to blame: it exists and reads, but holds no checkpoint this Toolwarden wrote
+// (not JSON, unknown fields, over 64 KB, a version below any written); or, in the
+// directory, the newest (or one named later) is renamed, its name not its content's,
+// or is no regular file, which LatestCheckpoint calls signs of tampering.
+// LoadCheckpoint's errors carry no sentinel for these, so its steps on the checkpoint
+// file are run again: when they pass, the failure was elsewhere (the key files, a newer
+// format). An I/O error (a file missing or unreadable) is no sign of anything: the
+// check could not run.
+func checkpointAltered(src audit.CheckpointSource) bool {
+	path := src.Path
+	if path == "" {
+		latest, err := audit.LatestCheckpoint(src.Dir)
+		if err != nil {
+			return !ioError(err)
+		}
+		if latest == "" {
+			return false
+		}
+		path = latest
+	} else if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		// A link or a device given as --checkpoint is refused, but was chosen, not altered.
+		return false
+	}
+	cp, err := audit.ReadCheckpoint(path)
+	if err != nil {
+		return !ioError(err)
+	}
+	return cp.Version < audit.CheckpointVersion
+}
+
+// ioError reports whether err is the file system's (a file missing, unreadable).
+func ioError(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe)
+}
+
+// renamedError is err said with a path replaced, still wrapping it (errors.Is and As
+// find audit.ErrCheckpointSignature and alteredCheckpoint through it).
 type renamedError struct {
 	msg string
 	err error

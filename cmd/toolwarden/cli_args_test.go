@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -61,7 +64,8 @@ func TestStrayArgumentRefused(t *testing.T) {
 }
 
 // The audit log's actor of a command run at the terminal is the account the process
-// runs as, by its uid, not $USER (which anyone sets), and, under sudo, who ran sudo.
+// runs as, by its uid, not $USER (which anyone sets), and, when sudo started it, who ran
+// sudo; $SUDO_USER alone, which anyone sets too, is not taken for that.
 func TestCliActorName(t *testing.T) {
 	me, err := user.LookupId(strconv.Itoa(os.Getuid()))
 	if err != nil {
@@ -72,9 +76,10 @@ func TestCliActorName(t *testing.T) {
 	if got, want := cliActor().Name, "cli:"+me.Username; got != want {
 		t.Errorf("with USER forged: %q, want %q", got, want)
 	}
+	// go test is no sudo.
 	t.Setenv("SUDO_USER", "bob")
-	if got, want := cliActor().Name, "cli:"+me.Username+" (sudo by bob)"; got != want {
-		t.Errorf("with SUDO_USER=bob: %q, want %q", got, want)
+	if got, want := cliActor().Name, "cli:"+me.Username; got != want {
+		t.Errorf("with SUDO_USER=bob and no sudo: %q, want %q", got, want)
 	}
 
 	none := func(id string) (*user.User, error) { return nil, user.UnknownUserIdError(1) }
@@ -84,6 +89,118 @@ func TestCliActorName(t *testing.T) {
 	named := func(id string) (*user.User, error) { return &user.User{Uid: id, Username: "toolwarden"}, nil }
 	if got := cliActorName(999, named, "toolwarden"); got != "cli:toolwarden" {
 		t.Errorf("sudo to oneself: %q, want cli:toolwarden", got)
+	}
+	if got := cliActorName(999, named, "bob"); got != "cli:toolwarden (sudo by bob)" {
+		t.Errorf("sudo by bob: %q, want cli:toolwarden (sudo by bob)", got)
+	}
+
+	// sudo is setuid root: a program named sudo running as anyone else is not it.
+	const rootStatus = "Name:\tsudo\nUmask:\t0022\nState:\tS (sleeping)\nUid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+	const userStatus = "Name:\tsudo\nUid:\t1000\t1000\t1000\t1000\n"
+	for _, tc := range []struct {
+		comm, status string
+		want         bool
+	}{
+		{"sudo\n", rootStatus, true},
+		{"sudo\n", userStatus, false},
+		{"bash\n", rootStatus, false},
+		{"sudoedit\n", rootStatus, false},
+		{"sudo\n", "Name:\tsudo\n", false},
+	} {
+		if got := isSudoProcess(tc.comm, tc.status); got != tc.want {
+			t.Errorf("isSudoProcess(%q, %q) = %v, want %v", tc.comm, tc.status, got, tc.want)
+		}
+	}
+}
+
+// A real process tree: this test binary started by a parent named sudo that runs as
+// root records who ran sudo; started by any other parent with the same forged
+// SUDO_USER, or by one named sudo that is not root, it records the account alone.
+func TestCliActorSudoParent(t *testing.T) {
+	if out := os.Getenv("TOOLWARDEN_TEST_ACTOR_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(cliActor().Name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent is read from /proc")
+	}
+	t.Parallel()
+	me, err := user.LookupId(strconv.Itoa(os.Getuid()))
+	if err != nil {
+		t.Skipf("this uid has no account: %v", err)
+	}
+	// Not t.TempDir, whose parent only its owner may enter: the child may run as nobody.
+	base, err := os.MkdirTemp("", "toolwarden-sudo-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	actorUnder := func(parent, bin string, cred *syscall.Credential) string {
+		t.Helper()
+		n++
+		dir := filepath.Join(base, strconv.Itoa(n))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "actor")
+		if cred != nil {
+			// Written by the child, which runs as another account.
+			if err := os.WriteFile(out, nil, 0o666); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(out, 0o666); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A script: its name is the process's (comm), and it runs the test binary as a
+		// child, not in its place.
+		script := filepath.Join(dir, parent)
+		if err := os.WriteFile(script, []byte("#!/bin/sh\n\"$@\"\nexit $?\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(script, bin, "-test.run=^TestCliActorSudoParent$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "TOOLWARDEN_TEST_ACTOR_OUT="+out, "SUDO_USER=alice", "USER=alice")
+		if cred != nil {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		}
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the child under %s: %v\n%s", parent, err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if got, want := actorUnder("notsudo", os.Args[0], nil), "cli:"+me.Username; got != want {
+		t.Errorf("SUDO_USER=alice under a parent that is no sudo: %q, want %q", got, want)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a parent named sudo that runs as root needs root")
+	}
+	if got, want := actorUnder("sudo", os.Args[0], nil), "cli:"+me.Username+" (sudo by alice)"; got != want {
+		t.Errorf("under sudo (root) run by alice: %q, want %q", got, want)
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skipf("no account nobody: %v", err)
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	// The test binary where nobody may run it: a link in base (go test's folder is its
+	// owner's alone).
+	bin := filepath.Join(base, "toolwarden.test")
+	if err := os.Link(os.Args[0], bin); err != nil {
+		t.Skipf("link the test binary where nobody may run it: %v", err)
+	}
+	if got, want := actorUnder("sudo", bin, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}), "cli:"+nobody.Username; got != want {
+		t.Errorf("SUDO_USER=alice under a program named sudo that runs as nobody: %q, want %q", got, want)
 	}
 }
 

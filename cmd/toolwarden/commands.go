@@ -220,15 +220,17 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // cluster is refused: there is nothing to roll back, and opening would run initdb.
 func holdDataDir(c config, cmd string) (release func(), err error) {
 	if _, err := os.Stat(c.DataDir); err == nil {
-		l, err := lockDataDir(c.DataDir)
+		l, err := lockDataDirAs(c.DataDir, cmd)
 		var locked errDataDirLocked
 		if errors.As(err, &locked) {
-			holder := "a toolwarden serve"
-			if locked.pid > 0 {
-				holder += " (pid " + strconv.Itoa(locked.pid) + ")"
+			// The holder as its lock file names it: another migrate down or force is
+			// waited for, not stopped.
+			if locked.cmd != "" && locked.cmd != "serve" {
+				return nil, fmt.Errorf("toolwarden %s: %s is running on the data dir %s: let it finish, then run %s again; nothing was changed",
+					cmd, locked.holder(), locked.dir, cmd)
 			}
 			return nil, fmt.Errorf("toolwarden %s: %s is running on the data dir %s: stop it first, then run %s again "+
-				"(changing the schema under a running server breaks what it is doing); nothing was changed", cmd, holder, locked.dir, cmd)
+				"(changing the schema under a running server breaks what it is doing); nothing was changed", cmd, locked.holder(), locked.dir, cmd)
 		}
 		if err != nil {
 			return nil, err
@@ -404,7 +406,11 @@ func searched(c config) string {
 
 // cliActor is who the audit log records for a command run at the terminal.
 func cliActor() audit.Actor {
-	return audit.Actor{Kind: audit.ActorSystem, Name: cliActorName(os.Getuid(), user.LookupId, os.Getenv("SUDO_USER"))}
+	sudoUser := ""
+	if startedBySudo(os.Getppid()) {
+		sudoUser = os.Getenv("SUDO_USER")
+	}
+	return audit.Actor{Kind: audit.ActorSystem, Name: cliActorName(os.Getuid(), user.LookupId, sudoUser)}
 }
 
 // cliActorName is "cli:<account>", the account the process runs as looked up by its uid:
@@ -412,7 +418,7 @@ func cliActor() audit.Actor {
 // back to it in a build without cgo when the uid is not in /etc/passwd, so LookupId,
 // which does not, names it, or the uid alone when nothing does. Under sudo (-u
 // toolwarden, as docs/deploy.md runs the commands) every operator would be the same
-// account: who ran sudo is added.
+// account: who ran sudo (sudoUser, "" when not started by sudo) is added.
 func cliActorName(uid int, lookup func(string) (*user.User, error), sudoUser string) string {
 	id := strconv.Itoa(uid)
 	name := "cli:uid " + id
@@ -423,6 +429,43 @@ func cliActorName(uid int, lookup func(string) (*user.User, error), sudoUser str
 		name += " (sudo by " + sudoUser + ")"
 	}
 	return name
+}
+
+// startedBySudo reports whether the parent process is sudo: named sudo and running as
+// root, as only the setuid sudo (or its use_pty monitor) is; a program an account names
+// sudo runs as that account. $SUDO_USER is then sudo's word on who ran it (only a
+// sudoer the policy lets set variables or run any command, env included, can change
+// it); anywhere else anyone sets it (SUDO_USER=alice blamed alice), so it is left out
+// rather than recorded as a fact it is not. A shell started by sudo -s or -i is no
+// sudo: commands run from it record the account alone.
+func startedBySudo(ppid int) bool {
+	if ppid <= 1 {
+		return false
+	}
+	comm, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/comm")
+	if err != nil {
+		return false
+	}
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(ppid) + "/status")
+	if err != nil {
+		return false
+	}
+	return isSudoProcess(string(comm), string(status))
+}
+
+// isSudoProcess is startedBySudo's test of a process's /proc comm and status: the name
+// sudo, and an effective uid of 0 (the status's "Uid:" line: real, effective, saved, fs).
+func isSudoProcess(comm, status string) bool {
+	if strings.TrimSpace(comm) != "sudo" {
+		return false
+	}
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "Uid:"); ok {
+			f := strings.Fields(rest)
+			return len(f) >= 2 && f[1] == "0"
+		}
+	}
+	return false
 }
 
 // explain turns field errors into a message that names the flag to fix: flags maps the
