@@ -767,9 +767,9 @@ func (w *schemaSecretWalk) value(v any, name string, depth int) bool {
 	switch x := v.(type) {
 	case string:
 		s := strings.TrimSpace(x)
-		return s != "" && (name != "" && secretParam(name) || secrets.LooksSecretValue(s))
+		return s != "" && (name != "" && secrets.LooksSecretParam(name) || secrets.LooksSecretValue(s))
 	case json.Number:
-		return name != "" && secretParam(name)
+		return name != "" && secrets.LooksSecretParam(name)
 	case []any:
 		return slices.ContainsFunc(x, func(e any) bool { return w.value(e, name, depth+1) })
 	case map[string]any:
@@ -800,23 +800,6 @@ func joinProp(prop, p string) string {
 		return p
 	}
 	return prop + "." + p
-}
-
-// secretParam reports a parameter name whose value is a credential whatever it looks
-// like: the rule tools.SecretsHeld keeps out of saved test cases (password, api_key,
-// github_token…), which leaves out a bare "key" and session ids, plain values as often
-// (a Jira project's key, a terminal's session).
-func secretParam(name string) bool {
-	if secrets.LooksSecretField(name) {
-		return true
-	}
-	n := strings.ToLower(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, name))
-	return secrets.LooksSecretName(name) && n != "key" && !strings.HasSuffix(n, "sessionid")
 }
 
 // secretText reports whether a named text of a template (a header, a body's field or a

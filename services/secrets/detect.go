@@ -119,6 +119,23 @@ func LooksSecretField(name string) bool {
 	return n == "token"
 }
 
+// LooksSecretParam reports a tool parameter whose value is a credential whatever it
+// looks like (password, api_key, github_token…): LooksSecretField, or LooksSecretName
+// but a bare "key" and session ids, plain values as often (a Jira project's key, a
+// terminal's session). Saved test cases and template schemas keep no value of one.
+func LooksSecretParam(name string) bool {
+	if LooksSecretField(name) {
+		return true
+	}
+	n := strings.ToLower(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, name))
+	return LooksSecretName(name) && n != "key" && !strings.HasSuffix(n, "sessionid")
+}
+
 func isDigits(s string) bool {
 	for _, r := range s {
 		if r < '0' || r > '9' {

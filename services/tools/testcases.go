@@ -513,7 +513,7 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 			for k, x := range v {
 				next := argStep(at, escapeToken(k))
 				m := marked || anySecret(next)
-				walk(ptr+"/"+k, x, m || secretName(k), m, next)
+				walk(ptr+"/"+k, x, m || secrets.LooksSecretParam(k), m, next)
 			}
 		case []any:
 			for i, x := range v {
@@ -539,18 +539,4 @@ func SecretsHeld(inputSchema, args json.RawMessage) string {
 	slices.Sort(out)
 	return strings.Join(out, ", ") + " holds a secret, which a saved case does not keep (everyone who may see the tool would read it): " +
 		"leave it empty, or give it a fixed value in the tool's configuration, which is stored encrypted"
-}
-
-// secretName reports a name whose values a case may not keep (see SecretsHeld).
-func secretName(name string) bool {
-	if secrets.LooksSecretField(name) {
-		return true
-	}
-	n := strings.ToLower(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
-			return r
-		}
-		return -1
-	}, name))
-	return secrets.LooksSecretName(name) && n != "key" && !strings.HasSuffix(n, "sessionid")
 }
