@@ -8,14 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
-
-	"github.com/toolwarden/toolwarden/internal/testkit"
-	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/registry"
 	"github.com/toolwarden/toolwarden/services/secretkeys"
-	"github.com/toolwarden/toolwarden/services/secrets"
-	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // After serve --lost-keys X started with a new key K1, a tool's past configuration is
@@ -26,30 +20,9 @@ import (
 // the file it already named. Not parallel: it sets TOOLWARDEN_LOST_KEYS.
 func TestImportLostKeys(t *testing.T) {
 	ctx := context.Background()
-	dir, url, pool := cliDatabase(t)
-	lost, err := secrets.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "secret.key")
-	k1 := writeKeyFile(t, path)
-	ringLost, _ := secrets.NewKeyring(lost)
-	ring1, _ := secrets.NewKeyring(k1)
-
-	// A tool's value set under the lost key, then entered again under K1: its past
-	// version keeps the lost key's ciphertext.
-	srv, tool := uuid.NewString(), uuid.NewString()
-	testkit.Exec(t, pool, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, 'stdio-one', 'stdio', 'x')`, srv)
-	testkit.Exec(t, pool, `INSERT INTO mcp_tools (id, server_id, name, input_schema, definition, definition_hash, status)
-		VALUES ($1, $2, 'work', '{"type":"object","properties":{"api_key":{"type":"string"}}}', '{"name":"work"}', 'h', 'validated')`, tool, srv)
-	who := audit.Actor{Kind: audit.ActorUser, Name: "alice"}
-	for i, ring := range []*secrets.Keyring{ringLost, ring1} {
-		v := "sk-live-LostKey" + string(rune('A'+i))
-		if _, err := tools.New(pool, ring, nil).Update(ctx, who, tool, tools.Patch{Reason: "set",
-			Params: map[string]tools.ParamInput{"api_key": {Mode: tools.ModeDefault, Text: &v}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lk := lostKeySetup(t)
+	dir, url, pool, lost, k1, ring1, path := lk.dir, lk.url, lk.pool, lk.lost, lk.k1, lk.ring1, lk.path
+	lk.pastToolValue(t)
 	// serve --lost-keys X recorded K1.
 	if err := secretkeys.Record(ctx, pool, ring1, path, []string{lost.ID}, ""); err != nil {
 		t.Fatal(err)

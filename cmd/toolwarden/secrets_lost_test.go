@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -25,15 +26,8 @@ import (
 // says so.
 func TestSecretsRotateLostKeys(t *testing.T) {
 	ctx := context.Background()
-	dir, url, pool := cliDatabase(t)
-	lost, err := secrets.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "secret.key")
-	k1 := writeKeyFile(t, path)
-	ringLost, _ := secrets.NewKeyring(lost)
-	ring1, _ := secrets.NewKeyring(k1)
+	lk := lostKeySetup(t)
+	dir, url, pool, lost, k1, ringLost, ring1, path := lk.dir, lk.url, lk.pool, lk.lost, lk.k1, lk.ringLost, lk.ring1, lk.path
 
 	// Servers: one value still under the lost key, one entered again under K1.
 	for name, ring := range map[string]*secrets.Keyring{"left-lost": ringLost, "re-entered": ring1} {
@@ -42,20 +36,7 @@ func TestSecretsRotateLostKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A tool whose value was set under the lost key, then entered again under K1: its
-	// past version keeps the lost key's ciphertext.
-	srv, tool := uuid.NewString(), uuid.NewString()
-	testkit.Exec(t, pool, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, 'stdio-one', 'stdio', 'x')`, srv)
-	testkit.Exec(t, pool, `INSERT INTO mcp_tools (id, server_id, name, input_schema, definition, definition_hash, status)
-		VALUES ($1, $2, 'work', '{"type":"object","properties":{"api_key":{"type":"string"}}}', '{"name":"work"}', 'h', 'validated')`, tool, srv)
-	who := audit.Actor{Kind: audit.ActorUser, Name: "alice"}
-	for i, ring := range []*secrets.Keyring{ringLost, ring1} {
-		v := "sk-live-LostKey" + string(rune('A'+i))
-		if _, err := tools.New(pool, ring, nil).Update(ctx, who, tool, tools.Patch{Reason: "set",
-			Params: map[string]tools.ParamInput{"api_key": {Mode: tools.ModeDefault, Text: &v}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lk.pastToolValue(t)
 	usage, err := secretkeys.Usage(ctx, pool)
 	if err != nil || usage[lost.ID] < 2 || usage[k1.ID] < 2 {
 		t.Fatalf("usage before: %v %v", usage, err)
@@ -91,5 +72,47 @@ func TestSecretsRotateLostKeys(t *testing.T) {
 	t.Setenv("TOOLWARDEN_LOST_KEYS", lost.ID)
 	if out, err := cli("secrets", "rotate", "--reencrypt-only"); err != nil || !strings.Contains(out, "left "+strconv.Itoa(lostBefore)+" values under lost keys") {
 		t.Fatalf("rotate with TOOLWARDEN_LOST_KEYS: %v\n%s", err, out)
+	}
+}
+
+// lostKey is a CLI database whose key file holds K1 (k1) and a key lost for good (lost),
+// as after serve --lost-keys.
+type lostKey struct {
+	dir, url, path  string
+	pool            *pgxpool.Pool
+	lost, k1        secrets.Key
+	ringLost, ring1 *secrets.Keyring
+}
+
+func lostKeySetup(t *testing.T) *lostKey {
+	t.Helper()
+	lk := &lostKey{}
+	lk.dir, lk.url, lk.pool = cliDatabase(t)
+	var err error
+	if lk.lost, err = secrets.GenerateKey(); err != nil {
+		t.Fatal(err)
+	}
+	lk.path = filepath.Join(lk.dir, "secret.key")
+	lk.k1 = writeKeyFile(t, lk.path)
+	lk.ringLost, _ = secrets.NewKeyring(lk.lost)
+	lk.ring1, _ = secrets.NewKeyring(lk.k1)
+	return lk
+}
+
+// pastToolValue stores a tool whose value was set under the lost key, then entered again
+// under K1: its past version keeps the lost key's ciphertext.
+func (lk *lostKey) pastToolValue(t *testing.T) {
+	t.Helper()
+	srv, tool := uuid.NewString(), uuid.NewString()
+	testkit.Exec(t, lk.pool, `INSERT INTO mcp_servers (id, name, server_type, command) VALUES ($1, 'stdio-one', 'stdio', 'x')`, srv)
+	testkit.Exec(t, lk.pool, `INSERT INTO mcp_tools (id, server_id, name, input_schema, definition, definition_hash, status)
+		VALUES ($1, $2, 'work', '{"type":"object","properties":{"api_key":{"type":"string"}}}', '{"name":"work"}', 'h', 'validated')`, tool, srv)
+	who := audit.Actor{Kind: audit.ActorUser, Name: "alice"}
+	for i, ring := range []*secrets.Keyring{lk.ringLost, lk.ring1} {
+		v := "sk-live-LostKey" + string(rune('A'+i))
+		if _, err := tools.New(lk.pool, ring, nil).Update(context.Background(), who, tool, tools.Patch{Reason: "set",
+			Params: map[string]tools.ParamInput{"api_key": {Mode: tools.ModeDefault, Text: &v}}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
