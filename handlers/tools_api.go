@@ -179,7 +179,7 @@ func nullableString(raw json.RawMessage, field string, e *verr.Error) *string {
 func (in toolPatch) patch() (tools.Patch, error) {
 	e := &verr.Error{}
 	p := tools.Patch{Risk: nullableString(in.Risk, "risk", e), Category: nullableString(in.Category, "category", e),
-		Reason: in.Reason, ExpectVersion: in.ConfigurationVersion}
+		Reason: in.Reason, ExpectVersion: in.ConfigurationVersion, CreateCategory: true}
 	if in.TimeoutMS != nil {
 		n := 0
 		if string(in.TimeoutMS) != "null" && json.Unmarshal(in.TimeoutMS, &n) != nil {

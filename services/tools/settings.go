@@ -32,6 +32,10 @@ type Patch struct {
 	TimeoutMS *int     // 100..600000; 0 removes it (the server's timeout applies)
 	RateLimit *int     // calls a minute across callers, 1..1000000; 0 removes it
 	Category  *string  // a category name; "" removes it
+	// CreateCategory: a Category not there yet is made (the API's PATCH, which names
+	// categories by name, DESIGN §1); otherwise it is refused (a page's or the
+	// assistant's typo must not file the tool under a new category).
+	CreateCategory bool
 	Tags      []string // the new tags (replacing the old ones) when SetTags
 	SetTags   bool
 	// Params replaces the whole parameter configuration when not nil (parameters left
@@ -272,6 +276,7 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 		}
 	}
 	var categoryID *string
+	newCategory := "" // a category the patch names that is not there yet: made with the change
 	if p.Category != nil {
 		name := strings.ToLower(strings.TrimSpace(*p.Category))
 		if name == "" {
@@ -280,8 +285,19 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 			var cid string
 			err := tx.QueryRow(ctx, `/* tools.update.category */ SELECT id::text FROM tool_categories WHERE name = $1`, name).Scan(&cid)
 			switch {
-			case errors.Is(err, pgx.ErrNoRows):
+			case errors.Is(err, pgx.ErrNoRows) && !p.CreateCategory:
 				e.Add("category", fmt.Sprintf("there is no category %q; create it first", name))
+			case errors.Is(err, pgx.ErrNoRows):
+				// The API's PATCH files a tool under a category by name (DESIGN §1), and
+				// whoever may configure a tool may create a category: one not there yet is
+				// made, audited as category.create in this transaction.
+				in := CategoryInput{Name: name}
+				var ve *verr.Error
+				if err := in.check(); errors.As(err, &ve) {
+					e.Add("category", fmt.Sprintf("there is no category %q, and it cannot be made: %s", name, ve.For("name")))
+				} else {
+					next.Category, newCategory = &name, in.Name
+				}
 			case err != nil:
 				return Item{}, fmt.Errorf("tools: category: %w", err)
 			default:
@@ -313,6 +329,13 @@ func (s *Service) update(ctx context.Context, tx pgx.Tx, actor audit.Actor, id s
 	changed := changedFields(before, after)
 	if len(changed) == 0 {
 		return t, nil // nothing to record
+	}
+	if newCategory != "" && slices.Contains(changed, "category") {
+		c, err := saveCategoryTx(ctx, tx, actor, "", CategoryInput{Name: newCategory})
+		if err != nil {
+			return Item{}, err
+		}
+		categoryID = &c.ID
 	}
 	if next.Category != nil && categoryID == nil {
 		if err := tx.QueryRow(ctx, `/* tools.update.category_id */ SELECT category_id::text FROM mcp_tools WHERE id = $1`, id).Scan(&categoryID); err != nil {
