@@ -329,7 +329,21 @@ func (s *Service) Report(ctx context.Context, p Period, now time.Time) (*Report,
 	r.ToolCount, r.ServerCount, r.UserCount, r.ApprovalWaitCount = len(r.Tools), len(r.Servers), len(r.Users), len(r.ApprovalWait)
 	r.Tools, r.Servers, r.Users = r.Tools[:min(len(r.Tools), MaxRows)], r.Servers[:min(len(r.Servers), MaxRows)], r.Users[:min(len(r.Users), MaxRows)]
 	r.ApprovalWait = r.ApprovalWait[:min(len(r.ApprovalWait), MaxRows)]
+	nonNil(&r.Tools, &r.Servers, &r.Users, &r.Days, &r.Slowest, &r.MostFailing)
+	nonNil(&r.ApprovalWait)
+	nonNil(&r.PendingLongest)
+	nonNil(&r.Recommendations)
 	return r, nil
+}
+
+// nonNil makes each nil list empty: the API answers [] for a list with nothing in it
+// (DESIGN §1's {"top_tools":[...]}), never null.
+func nonNil[T any](lists ...*[]T) {
+	for _, l := range lists {
+		if *l == nil {
+			*l = []T{}
+		}
+	}
 }
 
 // calls fills the call statistics: the rollups of the period's whole days that are
