@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -117,7 +118,7 @@ type ListQuery struct {
 func (s *Service) ListServers(ctx context.Context, lq ListQuery) ([]Server, int, error) {
 	// As the tools list's: each row matches the words again, and a search of a megabyte
 	// cost seconds of the database's CPU a request.
-	if len(strings.TrimSpace(lq.Q)) > 200 {
+	if utf8.RuneCountInString(strings.TrimSpace(lq.Q)) > 200 { // characters, as the message says
 		return nil, 0, verr.New("q", "is too long (at most 200 characters)")
 	}
 	if lq.Limit <= 0 {
