@@ -107,9 +107,16 @@ func (g *Gateway) sign(st retryState) string {
 	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(mac)
 }
 
-var errBadState = errors.New("this requestState was not made by this server for you, has expired, or was used already; call the tool again without it")
+var errBadState = errors.New("this requestState was not made by this server for you and this call; call the tool again without it")
 
-// verify checks a requestState for caller c and the call req, and claims it.
+// errStaleState is a requestState this server made for the caller and the call, that
+// has expired or was used already. Its execution may still be approved: calling the
+// tool again would ask for a second approval and could run the tool twice, so the
+// client is pointed at the execution instead (retried).
+var errStaleState = errors.New("this requestState has expired or was used already")
+
+// verify checks a requestState for caller c and the call req, and claims it. A state
+// that is the caller's but stale comes back with errStaleState.
 func (g *Gateway) verifyState(ctx context.Context, c *caller, req *mcp.CallToolRequest) (*retryState, error) {
 	body64, mac64, ok := strings.Cut(req.Params.RequestState, ".")
 	body, err1 := base64.RawURLEncoding.DecodeString(body64)
@@ -118,16 +125,18 @@ func (g *Gateway) verifyState(ctx context.Context, c *caller, req *mcp.CallToolR
 		return nil, errBadState
 	}
 	var st retryState
-	if json.Unmarshal(body, &st) != nil || st.User != c.p.User.ID || st.Digest != callDigest(req.Params.Name, req.Params.Arguments) ||
-		time.Now().Unix() > st.Expires {
+	if json.Unmarshal(body, &st) != nil || st.User != c.p.User.ID || st.Digest != callDigest(req.Params.Name, req.Params.Arguments) {
 		return nil, errBadState
+	}
+	if time.Now().Unix() > st.Expires {
+		return &st, errStaleState
 	}
 	fresh, err := g.exec.ClaimRetry(ctx, st.Execution, st.Nonce, time.Unix(st.Expires, 0))
 	if err != nil {
 		return nil, err
 	}
 	if !fresh {
-		return nil, errBadState
+		return &st, errStaleState
 	}
 	return &st, nil
 }
@@ -153,12 +162,24 @@ func (g *Gateway) retried(ctx context.Context, c *caller, req *mcp.CallToolReque
 	if errors.Is(err, errBadState) {
 		return errorResult("Not run: " + err.Error() + "."), nil
 	}
-	if err != nil {
+	stale := errors.Is(err, errStaleState)
+	if err != nil && !stale {
 		return g.refused(req.Params.Name, err)
 	}
 	ex, err := g.exec.Get(ctx, st.Execution)
+	if stale && errors.Is(err, executions.ErrNotFound) {
+		return errorResult("Not run: " + errStaleState.Error() + ", and its execution is gone; call the tool again without it."), nil
+	}
 	if err != nil {
 		return g.refused(req.Params.Name, err)
+	}
+	if stale {
+		// Answered as a hold's end is, without holding: the outcome once there is one,
+		// else the execution to wait on.
+		if out, done := g.outcome(ctx, ex); done {
+			return out, nil
+		}
+		return g.pending(ctx, c, req, ex, errStaleState.Error()+"; calling the tool again would ask for another approval"), nil
 	}
 	return g.hold(ctx, c, req, ex)
 }

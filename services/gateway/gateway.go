@@ -122,6 +122,10 @@ type Gateway struct {
 	held     held         // the open stateful sessions by user (sessions.go)
 	calls    sessionCalls // the stateful sessions' requests under way (sessioncalls.go)
 	awaits   awaits       // the open toolwarden__await_execution waits by user (hold.go)
+	owed     owed         // the list_changed owed to users whose streams recheck ended (streams.go)
+	// send is the SDK's sending handler, below the gateway's sending middleware: it sends
+	// a notification to one session (sendListChanged).
+	send mcp.MethodHandler
 }
 
 // New returns the gateway over the router (every call) and the auth service (tokens).
@@ -173,6 +177,7 @@ func New(r *router.Router, a *auth.Service, opts *Options) *Gateway {
 		&mcp.ServerOptions{Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}})
 	g.server.AddReceivingMiddleware(g.limitSessions, g.endWithSession, g.tools, g.passthrough)
+	g.server.AddSendingMiddleware(g.owedOnListen)
 	g.follow()
 	g.sse = g.newSSE() // after every middleware that reads the caller
 	get := func(*http.Request) *mcp.Server { return g.server }
@@ -216,6 +221,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	// WWW-Authenticate header it leaves out without OAuth metadata, and the MCP
 	// handler gets the real writer (streams need its Flush), its writes bounded.
 	g.bearer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		out := w
 		if !known {
 			refuseVersion(w, r, version)
 			return
@@ -228,9 +234,20 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			// and must not reach a client whose credential ended meanwhile. Its context
 			// ending cancels the call (the stateless handler propagates it; a stateful
 			// session's unanswered calls are cancelled by the SDK fork's cancelUnanswered).
-			ctx, done := g.track(r)
+			// A stateful session's GET is its standalone stream, which may be owed a
+			// list_changed once it is open (owed, streams.go).
+			c, ok := callerOfInfo(mcpauth.TokenInfoFromContext(r.Context()))
+			getStream := r.Method == http.MethodGet && h == g.stateful
+			ctx, done := context.WithCancel(r.Context())
+			if ok {
+				ctx, done = g.trackStream(r.Context(), c.p, getStream)
+			}
 			defer done()
 			r = r.WithContext(ctx)
+			if ok && getStream {
+				uid, sid := c.p.User.ID, r.Header.Get("Mcp-Session-Id")
+				out = &openedStream{ResponseWriter: w, opened: func() { g.owedOnGet(uid, sid) }}
+			}
 		}
 		if r.Method == http.MethodDelete && h == g.stateful {
 			// The SDK's Close waits for the session's requests: they are ended first.
@@ -241,7 +258,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		// Each write and flush is bounded, so that a client that stops reading fails the
 		// write (and the SDK drops its stream) instead of blocking it, with the
 		// transport's lock held, for good.
-		bw, finish := writebound.Within(w, g.opts.WriteTimeout)
+		bw, finish := writebound.Within(out, g.opts.WriteTimeout)
 		defer finish()
 		h.ServeHTTP(bw, r)
 	})).

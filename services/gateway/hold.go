@@ -71,7 +71,7 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 		if ctx.Err() != nil {
 			return nil, g.abandoned(c, ex, ctx.Err())
 		}
-		return g.refused(AwaitTool, err)
+		return g.unread(ctx, c, req, ex, err), nil
 	}
 	ex = cur
 	deadline := time.NewTimer(g.holdFor(req))
@@ -112,10 +112,19 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 			if ctx.Err() != nil {
 				return nil, g.abandoned(c, ex, ctx.Err())
 			}
-			return g.refused(AwaitTool, err)
+			return g.unread(ctx, c, req, ex, err), nil
 		}
 		ex = cur
 	}
+}
+
+// unread is the answer of a hold whose execution could not be read again: pending on
+// it, as last read, so the agent waits on with toolwarden__await_execution. An error
+// that named no execution would leave it awaiting approval while the agent, calling
+// again, asked for a second one.
+func (g *Gateway) unread(ctx context.Context, c *caller, req *mcp.CallToolRequest, ex *executions.Execution, err error) *mcp.CallToolResult {
+	g.log.Error("gateway: read a held execution", "execution", ex.ID, "err", err)
+	return g.pending(ctx, c, req, ex, "its state could not be read just now")
 }
 
 // HoldMeta is the _meta key in which a client whose own call timeout is short asks

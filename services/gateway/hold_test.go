@@ -458,7 +458,7 @@ func TestURLElicitationWhileHeld(t *testing.T) {
 // A 2026-07-28 client that can open URLs gets input_required at once: the approval
 // page and a signed requestState. The SDK's own retry loop opens the page and calls
 // again; the retry is held and returns the result. A requestState works once, for
-// its user and its call only.
+// its user and its call only; used again, it answers as a wait on its execution.
 func TestInputRequiredRetry(t *testing.T) {
 	t.Parallel()
 	e := newHoldEnv(t, nil)
@@ -512,7 +512,12 @@ func TestInputRequiredRetry(t *testing.T) {
 	if err != nil || r.IsError || text(r) != "Echo: by hand" {
 		t.Fatalf("the retry: %v %+v %q", err, r, text(r))
 	}
-	refused("the same state again", manual, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+	// Used already, the state is not honoured again but answers as a wait on its
+	// execution would: the call's result, not an invitation to call again.
+	r, err = manual.CallTool(ctx, &mcp.CallToolParams{Name: "ut__echo", Arguments: args, RequestState: state})
+	if err != nil || r.IsError || text(r) != "Echo: by hand" {
+		t.Fatalf("the same state again: %v %+v %q, want the execution's result", err, r, text(r))
+	}
 }
 
 const approvalID = "approval"

@@ -202,9 +202,7 @@ func pageOf[T any](ctx context.Context, g *Gateway, c *caller, l listing[T], cur
 		g.log.Error("gateway: list "+l.kind, "err", err)
 		return nil, "", &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the list could not be read; it was logged"}
 	}
-	if after != nil {
-		servers = slices.DeleteFunc(servers, func(s router.ServerAccess) bool { return s.Name < after.Server })
-	}
+	servers = serversFrom(servers, after)
 	out := make([]*T, 0, pageSize)
 	var last position
 	for len(servers) > 0 {
@@ -231,6 +229,19 @@ func pageOf[T any](ctx context.Context, g *Gateway, c *caller, l listing[T], cur
 		}
 	}
 	return out, "", nil
+}
+
+// serversFrom are servers in the order pages walk them, from the one the cursor after
+// names on (all of them for the first page). The order is the names' bytes, as the
+// cursor compares them: the database's ORDER BY follows its collation, which under a
+// libc locale such as en_US.utf8 ignores hyphens ("ab" < "a-z" < "ac"), so a page
+// ending inside one server would drop or repeat others.
+func serversFrom(servers []router.ServerAccess, after *position) []router.ServerAccess {
+	slices.SortFunc(servers, func(a, b router.ServerAccess) int { return strings.Compare(a.Name, b.Name) })
+	if after == nil {
+		return servers
+	}
+	return slices.DeleteFunc(servers, func(s router.ServerAccess) bool { return s.Name < after.Server })
 }
 
 // fetchSorted is server sv's list, namespaced and masked, by key without repeats; nil
@@ -596,7 +607,7 @@ func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
 		errors.Is(err, mcpclient.ErrNotConnected), errors.Is(err, mcpclient.ErrNotOffered):
 		out = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %s: %s", u.server.Name, m.String(lastClause(err)))}
 	case answered:
-		out = &jsonrpc.Error{Code: we.Code, Message: fmt.Sprintf("server %s: %s", u.server.Name, m.String(we.Message))}
+		out = &jsonrpc.Error{Code: upstreamCode(we.Code), Message: fmt.Sprintf("server %s: %s", u.server.Name, m.String(we.Message))}
 	default:
 		out = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("server %s failed: %s", u.server.Name, m.String(lastClause(err)))}
 	}
@@ -605,6 +616,24 @@ func (g *Gateway) failed(ctx context.Context, u *use, err error) error {
 		g.log.Error("gateway: record a failure", "action", u.action, "server", u.server.Name, "err", rerr)
 	}
 	return out
+}
+
+// upstreamCode is the code an upstream's JSON-RPC error is passed on with: its own,
+// unless the code speaks of the client's exchange with Toolwarden rather than of the
+// read or get. Those become -32603, the message kept: a client would take them for
+// Toolwarden's own, which it sends for the same reasons (-32022 its protocol version
+// refused, -32029 its rate, -32600 a request out of bounds), or act on them (-32042
+// opens a URL elicitation, which the upstream's data, not passed on, would have named;
+// -32601 tells the client this server lacks the method, which Toolwarden serves, and on
+// 2026-07-28 it becomes HTTP 404; -32700, -32020, -32021 are about the client's
+// message, which the upstream never saw).
+func upstreamCode(code int64) int64 {
+	switch code {
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, jsonrpc.CodeMethodNotFound, mcp.CodeHeaderMismatch,
+		mcp.CodeMissingRequiredClientCapabilities, mcp.CodeUnsupportedProtocolVersion, codeRateLimited, mcp.CodeURLElicitationRequired:
+		return jsonrpc.CodeInternalError
+	}
+	return code
 }
 
 // lastClause drops the "mcpclient: method:" prefixes of the manager's errors.

@@ -51,7 +51,7 @@ func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 					c.p.User.Username, n)}
 			}
 			defer g.releaseStream(c.p.User.ID)
-			tracked, done := g.trackFor(ctx, c.p)
+			tracked, done := g.trackStream(context.WithValue(ctx, listenKey{}, c.p.User.ID), c.p, true)
 			defer done()
 			defer context.AfterFunc(g.stop, done)()
 			return next(tracked, method, req)

@@ -33,6 +33,10 @@ type streams struct {
 type stream struct {
 	p      *auth.Principal
 	cancel context.CancelFunc
+	// standalone marks a stateful session's GET stream or a subscriptions/listen: the
+	// streams that carry tools/list_changed, whose ending by recheck leaves a list_changed
+	// owed (owed).
+	standalone bool
 }
 
 // track returns a context for the stream or POST request req, which the gateway
@@ -48,11 +52,16 @@ func (g *Gateway) track(req *http.Request) (context.Context, func()) {
 
 // trackFor is track for a stream or request of principal p's whose context is parent.
 func (g *Gateway) trackFor(parent context.Context, p *auth.Principal) (context.Context, func()) {
+	return g.trackStream(parent, p, false)
+}
+
+// trackStream is trackFor, for a standalone stream (a GET or a listen) when standalone.
+func (g *Gateway) trackStream(parent context.Context, p *auth.Principal, standalone bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	if p.TokenID == "" {
 		return ctx, cancel
 	}
-	st := &stream{p: p, cancel: cancel}
+	st := &stream{p: p, cancel: cancel, standalone: standalone}
 	if exp := p.TokenExpiresAt; exp != nil {
 		// Expiry publishes nothing: the stream ends when its token does.
 		t := time.AfterFunc(time.Until(*exp), cancel)
@@ -106,6 +115,9 @@ func (g *Gateway) recheck(uid string) {
 		}
 		role, err := cur.role, cur.err
 		if errors.Is(err, auth.ErrNoLongerValid) || err == nil && lostPermission(st.p.User.Role, role) {
+			if st.standalone {
+				g.owed.add(uid)
+			}
 			st.cancel()
 		} else if err != nil {
 			g.log.Warn("gateway: re-check a stream's token", "err", err)
@@ -137,4 +149,61 @@ func (g *Gateway) credentialEvent(ev events.Event) {
 		return
 	}
 	go g.recheck(s.UserID)
+}
+
+// owedFor is how long a list_changed stays owed to a user whose stream recheck ended:
+// about as long as a client may take to open its stream again; after it, a stream opened
+// is taken for a new client's, which lists its tools anyway.
+const owedFor = 30 * time.Minute
+
+// owed counts, by user, the standalone streams that recheck ended. Their role's change
+// sent tools/list_changed some 260 ms later (follow), to streams no longer open: the SDK
+// keeps no notification for a stream that is closed, and a client opens its stream again
+// after a second or more, so it would keep listing the tools of the role it lost. The
+// next stream the user opens (as many as were ended) is sent one list_changed at once,
+// on that session alone (sendListChanged); not every new stream, which would make a
+// client list again on every reconnect, and hide from the tests whether a change was
+// announced at all.
+type owed struct {
+	mu     sync.Mutex
+	byUser map[string]owedLists
+}
+
+type owedLists struct {
+	n     int
+	until time.Time
+}
+
+// add owes user uid one list_changed more.
+func (o *owed) add(uid string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	for u, ow := range o.byUser {
+		if now.After(ow.until) {
+			delete(o.byUser, u)
+		}
+	}
+	if o.byUser == nil {
+		o.byUser = map[string]owedLists{}
+	}
+	ow := o.byUser[uid]
+	o.byUser[uid] = owedLists{n: ow.n + 1, until: now.Add(owedFor)}
+}
+
+// take reports whether user uid is owed a list_changed, and counts it paid.
+func (o *owed) take(uid string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ow, ok := o.byUser[uid]
+	if !ok {
+		return false
+	}
+	if ow.n <= 1 || time.Now().After(ow.until) {
+		delete(o.byUser, uid)
+	} else {
+		ow.n--
+		o.byUser[uid] = ow
+	}
+	return time.Now().Before(ow.until)
 }
