@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -174,7 +175,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 		}
 	}
 	if ex.Status == executions.Failed {
-		_, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
+		cur, rp, err := h.Executions.PlanRollback(ctx, ex.ID)
 		_, conflict := executions.ConflictStatus(err)
 		switch {
 		case conflict:
@@ -185,7 +186,7 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 			// A person who may roll it back reads its arguments whole (as GET …/rollback);
 			// a live fragment that masked some has each page ask for the panel.
 			m := h.masker(executions.RevealsRollbackArgs(viewer))
-			if x.Rollback, err = rollbackView(ctx, m, rp); err != nil {
+			if x.Rollback, err = rollbackView(ctx, m, cur, rp); err != nil {
 				return x, err
 			}
 			x.Withheld = x.Withheld || viewer == nil && m.masked
@@ -206,12 +207,14 @@ func (h ExecutionsHandler) masker(reveal bool) *secretMasker {
 	return &secretMasker{ArgMasker: h.Tools.NewArgMasker(), reveal: reveal}
 }
 
-// Mask is args masked, or as they are when the masker reveals.
-func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
+// Mask is args masked, or as they are when the masker reveals. planned are where the
+// step's plan recorded its arguments secret (executions.PlannedStep.SecretArgs), masked
+// whatever the tool's definition says now (tools.ArgMasker.MaskStep).
+func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, planned []string, args json.RawMessage) (json.RawMessage, error) {
 	if m.reveal {
 		return args, nil
 	}
-	out, err := m.ArgMasker.Mask(ctx, toolID, tool, args)
+	out, err := m.ArgMasker.MaskStep(ctx, toolID, tool, planned, args)
 	// Compared as values: masking re-encodes what it reads.
 	if err == nil && !m.masked && !canonjson.Equal(args, out) {
 		m.masked = true
@@ -219,13 +222,44 @@ func (m *secretMasker) Mask(ctx context.Context, toolID, tool string, args json.
 	return out, err
 }
 
-// step is a stored step's arguments, masked.
-func (m *secretMasker) step(ctx context.Context, st executions.Step) (json.RawMessage, error) {
+// step is a stored step of ex's arguments, masked.
+func (m *secretMasker) step(ctx context.Context, ex *executions.Execution, st executions.Step) (json.RawMessage, error) {
 	var id string
 	if st.ToolID != nil {
 		id = *st.ToolID
 	}
-	return m.Mask(ctx, id, st.Tool, st.Arguments)
+	return m.Mask(ctx, id, st.Tool, plannedSecrets(ex, st), st.Arguments)
+}
+
+// plannedSecrets is where the plan step stored as st recorded its arguments secret: a
+// run step is the plan's step at its position, a rollback step the approved rollback's
+// (undoSecrets: with the plan's own undo step's).
+func plannedSecrets(ex *executions.Execution, st executions.Step) []string {
+	switch {
+	case st.Position < 0:
+	case st.Phase == executions.PhaseRun && st.Position < len(ex.Plan.Steps):
+		return ex.Plan.Steps[st.Position].SecretArgs
+	case st.Phase == executions.PhaseRollback && ex.RollbackPlan != nil && st.Position < len(ex.RollbackPlan.Steps):
+		return undoSecrets(ex, ex.RollbackPlan.Steps[st.Position])
+	}
+	return nil
+}
+
+// undoSecrets is where a rollback plan's step st recorded its arguments secret, and,
+// when it is the plan's own undo step (ex.Plan.Rollback) of the same tool, where that
+// recorded them when the plan was made: a rollback plan is prepared when it is looked
+// at or run, from the tool's definition as it is then.
+func undoSecrets(ex *executions.Execution, st executions.PlannedStep) []string {
+	out := st.SecretArgs
+	if ex == nil || st.Undoes == nil {
+		return out
+	}
+	for _, u := range ex.Plan.Rollback {
+		if u.Undoes != nil && *u.Undoes == *st.Undoes && u.ToolID == st.ToolID {
+			out = slices.Concat(out, u.SecretArgs)
+		}
+	}
+	return out
 }
 
 // stepResult is a stored step's result (executions' runStep).
@@ -330,7 +364,7 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 	comps := map[string]*views.ExecutionUndo{}
 	m := h.masker(reveal)
 	for i, st := range ex.Plan.Steps {
-		pv, err := m.previewStep(ctx, i, st.Prepared)
+		pv, err := m.previewStep(ctx, i, st.Prepared, st.SecretArgs)
 		if err != nil {
 			return nil, false, err
 		}
@@ -345,7 +379,7 @@ func (h ExecutionsHandler) executionPreview(ctx context.Context, ex *executions.
 		}
 		for _, u := range ex.Plan.Rollback {
 			if u.Undoes != nil && *u.Undoes == i {
-				args, err := m.Mask(ctx, u.ToolID, u.Tool, u.Effective)
+				args, err := m.Mask(ctx, u.ToolID, u.Tool, u.SecretArgs, u.Effective)
 				if err != nil {
 					return nil, false, err
 				}
@@ -388,9 +422,10 @@ func (h ExecutionsHandler) compensationUndo(ctx context.Context, toolID string) 
 	return u, nil
 }
 
-// previewStep is a prepared step as a preview shows it, its secrets masked.
-func (m *secretMasker) previewStep(ctx context.Context, i int, p router.Prepared) (views.ExecutionPreviewStep, error) {
-	args, err := m.Mask(ctx, p.ToolID, p.Tool, p.Effective)
+// previewStep is a prepared step as a preview shows it, its secrets (and planned, where
+// its plan recorded them) masked.
+func (m *secretMasker) previewStep(ctx context.Context, i int, p router.Prepared, planned []string) (views.ExecutionPreviewStep, error) {
+	args, err := m.Mask(ctx, p.ToolID, p.Tool, planned, p.Effective)
 	if err != nil {
 		return views.ExecutionPreviewStep{}, err
 	}
@@ -406,11 +441,11 @@ func compactJSON(raw json.RawMessage) string {
 	return s
 }
 
-// rollbackView is the RollbackPanel of a failed execution.
-func rollbackView(ctx context.Context, m *secretMasker, rp *executions.RollbackPlan) (*views.ExecutionRollbackPlan, error) {
+// rollbackView is the RollbackPanel of a failed execution ex.
+func rollbackView(ctx context.Context, m *secretMasker, ex *executions.Execution, rp *executions.RollbackPlan) (*views.ExecutionRollbackPlan, error) {
 	out := &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase, Hash: rp.Hash}
 	for _, st := range rp.Steps {
-		pv, err := m.previewStep(ctx, 0, st.Prepared)
+		pv, err := m.previewStep(ctx, 0, st.Prepared, undoSecrets(ex, st))
 		if err != nil {
 			return nil, err
 		}

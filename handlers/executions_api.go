@@ -110,7 +110,7 @@ func (h ExecutionsHandler) writeExecution(c echo.Context, status int, ex *execut
 	// that an error here is still an answer of its own.
 	m := h.masker(ex.RevealsSecretArgs(PrincipalOf(c)))
 	for i := range steps {
-		if steps[i].Arguments, err = m.step(ctx, steps[i]); err != nil {
+		if steps[i].Arguments, err = m.step(ctx, ex, steps[i]); err != nil {
 			return fail(err)
 		}
 	}
@@ -344,7 +344,7 @@ type apiRollbackStep struct {
 
 // APIRollbackPlan shows what a rollback of a failed execution would run, without running it.
 func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
-	_, rp, err := h.Executions.PlanRollback(c.Request().Context(), c.Param("id"))
+	ex, rp, err := h.Executions.PlanRollback(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	m := h.masker(executions.RevealsRollbackArgs(PrincipalOf(c)))
 	for _, st := range rp.Steps {
 		// The arguments as given, what is secret masked but to a person who may roll back.
-		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, st.Arguments)
+		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, undoSecrets(ex, st), st.Arguments)
 		if err != nil {
 			return err
 		}

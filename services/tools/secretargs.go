@@ -352,8 +352,8 @@ func maskAt(v json.RawMessage, ts []*argTrie) (json.RawMessage, bool) {
 }
 
 // ArgMasker masks, in step arguments shown (plans, executions, rollbacks), the
-// top-level arguments each step's tool schema marks secret (MaskSecretArgs): send_input's
-// text may be a password typed at a hidden prompt; and, as the call's records are
+// arguments each step's tool schema marks secret (MaskSecretArgs): send_input's text may
+// be a password typed at a hidden prompt; and, as the call's records are
 // (usage.Redact), every value under a secret-looking name (api_key) or shaped like a
 // credential, which no schema needs to mark. It reads each tool once.
 type ArgMasker struct {
@@ -368,24 +368,35 @@ func (s *Service) NewArgMasker() *ArgMasker {
 
 // Mask is args with the secrets of the tool toolID (else the one named tool) masked.
 func (m *ArgMasker) Mask(ctx context.Context, toolID, tool string, args json.RawMessage) (json.RawMessage, error) {
+	return m.MaskStep(ctx, toolID, tool, nil, args)
+}
+
+// MaskStep is Mask of a planned step's arguments that also masks planned, where its plan
+// recorded them secret (SecretArgNames of the definition pinned when it was planned): a
+// plan shows its arguments long after, when the tool's definition may no longer mark
+// them (a server dropped writeOnly) or be gone, and what was typed as a secret stays one.
+func (m *ArgMasker) MaskStep(ctx context.Context, toolID, tool string, planned []string, args json.RawMessage) (json.RawMessage, error) {
+	if len(args) == 0 {
+		return args, nil
+	}
 	ref := toolID
 	if ref == "" {
 		ref = tool
 	}
-	if ref == "" || len(args) == 0 {
-		return args, nil
-	}
-	names, ok := m.names[ref]
-	if !ok {
-		t, err := m.s.Target(ctx, ref)
-		switch {
-		case errors.Is(err, ErrNotFound): // a deleted tool: no schema says what is secret
-		case err != nil:
-			return nil, err
-		default:
-			names = SecretArgNames(t.InputSchema)
+	var names []string
+	if ref != "" {
+		var ok bool
+		if names, ok = m.names[ref]; !ok {
+			t, err := m.s.Target(ctx, ref)
+			switch {
+			case errors.Is(err, ErrNotFound): // a deleted tool: only its plan says what is secret
+			case err != nil:
+				return nil, err
+			default:
+				names = SecretArgNames(t.InputSchema)
+			}
+			m.names[ref] = names
 		}
-		m.names[ref] = names
 	}
-	return usage.Redact(MaskArgs(args, names)), nil
+	return usage.Redact(MaskArgs(args, slices.Concat(names, planned))), nil
 }
