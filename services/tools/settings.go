@@ -28,16 +28,16 @@ import (
 
 // Patch changes a tool's settings. Nil fields stay as they are.
 type Patch struct {
-	Risk      *string  // "low", "medium", "high"; "" removes the override (annotations decide)
-	TimeoutMS *int     // 100..600000; 0 removes it (the server's timeout applies)
-	RateLimit *int     // calls a minute across callers, 1..1000000; 0 removes it
-	Category  *string  // a category name; "" removes it
+	Risk      *string // "low", "medium", "high"; "" removes the override (annotations decide)
+	TimeoutMS *int    // 100..600000; 0 removes it (the server's timeout applies)
+	RateLimit *int    // calls a minute across callers, 1..1000000; 0 removes it
+	Category  *string // a category name; "" removes it
 	// CreateCategory: a Category not there yet is made (the API's PATCH, which names
 	// categories by name, DESIGN §1); otherwise it is refused (a page's or the
 	// assistant's typo must not file the tool under a new category).
 	CreateCategory bool
-	Tags      []string // the new tags (replacing the old ones) when SetTags
-	SetTags   bool
+	Tags           []string // the new tags (replacing the old ones) when SetTags
+	SetTags        bool
 	// Params replaces the whole parameter configuration when not nil (parameters left
 	// out lose their setting), unless MergeParams.
 	Params map[string]ParamInput
