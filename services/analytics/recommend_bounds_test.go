@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,21 +66,6 @@ func TestFailingRecommendationsAreBounded(t *testing.T) {
 	}
 }
 
-// queryLog keeps the SQL and arguments of every query a pool runs, to EXPLAIN them.
-type queryLog struct {
-	mu      sync.Mutex
-	queries []pgx.TraceQueryStartData
-}
-
-func (l *queryLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.queries = append(l.queries, d)
-	return ctx
-}
-
-func (l *queryLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // An enabled tool whose last call that ran is old and whose newer calls were all
 // refused (never run) is found unused without reading those refused calls: migration
 // 67's index holds the calls that ran only. On (tool_id, used_at DESC) every refused
@@ -89,17 +73,7 @@ func (l *queryLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndDa
 func TestUnusedSkipsRefusedCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := &queryLog{}
-	cfg.ConnConfig.Tracer = log
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, log := dbtest.TracedPool(t)
 	w := world{t: t, ctx: ctx, pool: pool}
 	now := time.Now().UTC().Truncate(time.Second)
 	srv := w.server("alpha")
@@ -116,7 +90,7 @@ func TestUnusedSkipsRefusedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.exec(`ANALYZE tool_usage_logs`)
-	log.queries = nil
+	log.Reset()
 	r, err := analytics.New(pool).Report(ctx, analytics.LastDays(now, 7), now)
 	if err != nil {
 		t.Fatal(err)
@@ -131,9 +105,10 @@ func TestUnusedSkipsRefusedCalls(t *testing.T) {
 		t.Errorf("unused: %v, want alpha__idle", unused)
 	}
 	var q *pgx.TraceQueryStartData
-	for i := range log.queries {
-		if strings.HasPrefix(strings.TrimSpace(log.queries[i].SQL), "/* analytics.unused */") {
-			q = &log.queries[i]
+	queries := log.All()
+	for i := range queries {
+		if strings.HasPrefix(strings.TrimSpace(queries[i].SQL), "/* analytics.unused */") {
+			q = &queries[i]
 		}
 	}
 	if q == nil {

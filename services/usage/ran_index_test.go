@@ -78,17 +78,7 @@ func explainModes(t *testing.T, pool *pgxpool.Pool, sql string, args []any) map[
 func TestSummaryLastUsedSkipsRefusedCalls(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, rec := dbtest.TracedPool(t)
 	f := newFixture(t, pool)
 	busy, other := f.tool(), f.tool()
 	now := time.Now().Truncate(time.Microsecond)
@@ -108,7 +98,7 @@ func TestSummaryLastUsedSkipsRefusedCalls(t *testing.T) {
 	if _, err := pool.Exec(ctx, `ANALYZE tool_usage_logs`); err != nil {
 		t.Fatal(err)
 	}
-	rec.queries = nil
+	rec.Reset()
 	for _, span := range []time.Duration{24 * time.Hour, 30 * 24 * time.Hour} {
 		s, err := usage.Summary(ctx, pool, busy, now.Add(-span), now.Add(time.Minute))
 		if err != nil {
@@ -118,7 +108,7 @@ func TestSummaryLastUsedSkipsRefusedCalls(t *testing.T) {
 			t.Errorf("%s: last used %v, %d calls; want %v, 5", span, s.LastUsed, s.Calls, ran)
 		}
 	}
-	queries := slices.DeleteFunc(slices.Clone(rec.queries), func(q pgx.TraceQueryStartData) bool {
+	queries := slices.DeleteFunc(rec.All(), func(q pgx.TraceQueryStartData) bool {
 		return !strings.HasPrefix(strings.TrimSpace(q.SQL), "/* usage.Summary")
 	})
 	if len(queries) != 2 {

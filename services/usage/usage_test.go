@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -558,38 +557,13 @@ func TestInsertRejectsBadIDs(t *testing.T) {
 	}
 }
 
-// recorder keeps the SQL and arguments of every query, to EXPLAIN them.
-type recorder struct {
-	mu      sync.Mutex
-	queries []pgx.TraceQueryStartData
-}
-
-func (r *recorder) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.queries = append(r.queries, d)
-	return ctx
-}
-
-func (r *recorder) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
 // TestQueriesUseToolTimeIndex runs each read against a table of many tools and checks
 // the planner serves it from tool_usage_logs_tool_time_idx (or its twin of the calls
 // that ran, for the reads of those only) rather than a scan of the whole table.
 func TestQueriesUseToolTimeIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	cfg, err := pgxpool.ParseConfig(dbtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := &recorder{}
-	cfg.ConnConfig.Tracer = rec
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, rec := dbtest.TracedPool(t)
 	f := newFixture(t, pool)
 	tools := make([]string, 40)
 	for i := range tools {
@@ -601,7 +575,7 @@ func TestQueriesUseToolTimeIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := time.Now()
-	rec.queries = nil
+	rec.Reset()
 	if _, err := usage.Summary(ctx, pool, tools[3], end.Add(-24*time.Hour), end); err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +597,7 @@ func TestQueriesUseToolTimeIndex(t *testing.T) {
 	if _, _, err := usage.RecentOf(ctx, pool, tools[3], &someone, next, 50); err != nil {
 		t.Fatal(err)
 	}
-	queries := slices.Clone(rec.queries)
+	queries := rec.All()
 	if len(queries) != 6 {
 		t.Fatalf("recorded %d queries, want 6", len(queries))
 	}
