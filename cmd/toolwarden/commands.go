@@ -254,8 +254,8 @@ func holdDataDir(c config, cmd string) (release func(), err error) {
 // events table may be older than this binary's.
 func auditSchemaChange(ctx context.Context, d *db.DB, cmd string, from db.MigrationStatus, to uint, stderr io.Writer) error {
 	ctx = context.WithoutCancel(ctx) // the schema has changed: record it even after a signal
-	var has bool
-	if err := d.Pool.QueryRow(ctx, `SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&has); err != nil {
+	has, err := audit.LogExists(ctx, d.Pool)
+	if err != nil {
 		return fmt.Errorf("toolwarden migrate %s: the database is at version %d now, but its audit log could not be read: %w", cmd, to, err)
 	}
 	if !has {
@@ -268,7 +268,7 @@ func auditSchemaChange(ctx context.Context, d *db.DB, cmd string, from db.Migrat
 	}
 	e := audit.Entry{Actor: cliActor(), Action: "schema.migrate_" + cmd, TargetType: "schema", TargetID: strconv.FormatUint(uint64(to), 10),
 		TargetName: fmt.Sprintf("version %d", to), Payload: payload}
-	err := db.WithTx(ctx, d.Pool, func(tx pgx.Tx) error {
+	err = db.WithTx(ctx, d.Pool, func(tx pgx.Tx) error {
 		_, _, err := audit.AppendBatchQuiet(ctx, tx, []audit.Entry{e})
 		return err
 	})

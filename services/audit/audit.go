@@ -145,6 +145,16 @@ func AppendBatch(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, erro
 // them in tx with its own events: the router's gathered write, whose bus hands its own
 // publications to this replica's subscribers directly (events.Bus.PublishBatch), where
 // a second publication ahead of them would make it read both back.
+// LogExists reports whether the database q reads has the audit log's table (a command
+// on a database rolled back below the migration that made it has none to write to).
+func LogExists(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (bool, error) {
+	var has bool
+	err := q.QueryRow(ctx, `/* audit.LogExists */ SELECT to_regclass('audit_log') IS NOT NULL`).Scan(&has)
+	return has, err
+}
+
 func AppendBatchQuiet(ctx context.Context, q pgx.Tx, entries []Entry) ([]Record, []events.Draft, error) {
 	if len(entries) == 0 {
 		return nil, nil, nil
