@@ -194,11 +194,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (Session, error) 
 				return err
 			}
 		}
-		// Only this address's failures are forgiven: another address guessing at the
-		// account keeps its count, however often the owner signs in.
-		if _, err := tx.Exec(ctx, `/* auth.Login.clear */ DELETE FROM login_failures
-			WHERE (username = $1 AND ip = $2) OR (username = $3 AND ip = ANY($4::text[]))`,
-			username, from, networkRowName(username, from), networkKeys(from)); err != nil {
+		if err := forgiveFailures(ctx, tx, username, from); err != nil {
 			return err
 		}
 		device, err := keepDevice(ctx, tx, u, req.Device)
@@ -351,6 +347,17 @@ func lockAttempt(ctx context.Context, tx pgx.Tx, caller, username, from string) 
 		       pg_advisory_xact_lock(hashtextextended('login-ip:' || ($3::text[])[2], 0)),
 		       pg_advisory_xact_lock(hashtextextended('login:' || $1, 0))`,
 		username, from, networkKeys(from))
+	return err
+}
+
+// forgiveFailures clears the account's recorded failures from this address (and its
+// networks' rows for the account) once it has given the right password. Only this
+// address's are forgiven: another address guessing at the account keeps its count,
+// however often the owner signs in.
+func forgiveFailures(ctx context.Context, tx pgx.Tx, username, from string) error {
+	_, err := tx.Exec(ctx, `/* auth.forgiveFailures */ DELETE FROM login_failures
+		WHERE (username = $1 AND ip = $2) OR (username = $3 AND ip = ANY($4::text[]))`,
+		username, from, networkRowName(username, from), networkKeys(from))
 	return err
 }
 

@@ -773,3 +773,29 @@ func TestPasswordChangeRenewsTheSession(t *testing.T) {
 	f.mustAuth(s2.Token, alice)
 	f.login("alice", "another new password 43")
 }
+
+// A password change with the right current password forgives the failures recorded
+// from its address, as a sign-in does: the owner's typos of the old password must not
+// count against the new one.
+func TestPasswordChangeForgivesTheAddressFailures(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, &auth.Options{MaxAccountFailures: 3, MaxIPFailures: 50})
+	alice := f.createUser("alice", auth.RoleToolUser)
+	p := f.mustAuth(f.login("alice", testPassword).Token, alice)
+	actor := audit.Actor{Kind: audit.ActorUser, ID: alice.ID, IP: "198.51.100.7"}
+	for range 2 {
+		if _, err := f.svc.ChangePassword(f.ctx, actor, p, "not the password", "a brand new password 42"); err == nil {
+			t.Fatal("change with a wrong current password: accepted")
+		}
+	}
+	if _, err := f.svc.ChangePassword(f.ctx, actor, p, testPassword, "a brand new password 42"); err != nil {
+		t.Fatalf("change password: %v", err)
+	}
+	for range 2 {
+		if _, err := f.svc.Login(f.ctx, auth.LoginRequest{Username: "alice", Password: "a typo", IP: "198.51.100.7"}); !errors.Is(err, auth.ErrInvalidCredentials) {
+			t.Fatalf("wrong sign-in: got %v", err)
+		}
+	}
+	// Two failures since the change: under the limit of three.
+	f.loginReq(auth.LoginRequest{Username: "alice", Password: "a brand new password 42", IP: "198.51.100.7"})
+}

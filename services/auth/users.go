@@ -517,6 +517,11 @@ func (s *Service) ChangePassword(ctx context.Context, actor audit.Actor, p *Prin
 		if next == current {
 			return verr.New("new_password", "must differ from the current password")
 		}
+		// The right password from this address forgives its failures, as a sign-in
+		// does: the owner's own typos before a change must not lock them out after it.
+		if err := forgiveFailures(ctx, tx, u.Username, from); err != nil {
+			return err
+		}
 		hash, err := HashPassword(next)
 		if err != nil {
 			return err
