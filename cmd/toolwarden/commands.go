@@ -128,6 +128,14 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		}
 		defer release()
 	}
+	// down and force have nothing to act on without a cluster; status on a data dir that
+	// does not exist (a mistyped --data-dir) would make one there and call it empty. On
+	// an existing dir status does make the cluster (docs/deploy.md's restore uses that).
+	if _, err := os.Stat(c.DataDir); rest[0] != "up" && (rest[0] != "status" || errors.Is(err, os.ErrNotExist)) {
+		if err := clusterExists(c, "migrate "+rest[0]); err != nil {
+			return err
+		}
+	}
 	d, err := openDBAsOwner(ctx, c, stderr)
 	if err != nil {
 		return err

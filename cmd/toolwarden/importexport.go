@@ -97,8 +97,6 @@ func writeExport(out string, data []byte) error {
 	return err
 }
 
-// schemaCurrent refuses a database whose schema is not this build's: a dry run does
-// not migrate, and plans only against what an import would apply to.
 // clusterExists refuses a command that only reads when the data dir holds no embedded
 // cluster (a new or mistyped --data-dir): opening it would run initdb and create one.
 func clusterExists(c config, cmd string) error {
@@ -111,6 +109,8 @@ func clusterExists(c config, cmd string) error {
 	return nil
 }
 
+// schemaCurrent refuses a database whose schema is not this build's: a dry run does
+// not migrate, and plans only against what an import would apply to.
 func schemaCurrent(ctx context.Context, d *db.DB) error {
 	st, err := db.CurrentMigration(ctx, d.Pool)
 	switch {

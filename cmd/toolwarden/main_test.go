@@ -216,8 +216,8 @@ func TestServeAndCommands(t *testing.T) {
 }
 
 // `pg-template` makes the cluster template once and keeps a current one; a first start
-// with --pg-template copies it: `migrate status` (which migrates nothing) finds a new
-// data dir already current, where without the template it finds every migration pending.
+// with --pg-template copies it: `migrate up` finds a new data dir already current, where
+// without the template it applies every migration.
 func TestPGTemplateCommand(t *testing.T) {
 	t.Parallel()
 	tpl := filepath.Join(dbtest.TempDir(t), "tpl")
@@ -229,13 +229,33 @@ func TestPGTemplateCommand(t *testing.T) {
 	if err != nil || !strings.Contains(out, "is current") {
 		t.Fatalf("pg-template again: %v %q", err, out)
 	}
-	out, _, err = runCmd(t, "", "migrate", "status", "--data-dir", dbtest.TempDir(t), "--pg-template", tpl)
-	if err != nil || !strings.Contains(out, "(current)") {
+	fromTemplate := dbtest.TempDir(t)
+	_, stderr, err := runCmd(t, "", "migrate", "up", "--data-dir", fromTemplate, "--pg-template", tpl)
+	if err != nil || strings.Contains(stderr, "applying migration") {
+		t.Fatalf("migrate up on a data dir made from the template: %v %q; want nothing to apply", err, stderr)
+	}
+	if out, _, err := runCmd(t, "", "migrate", "status", "--data-dir", fromTemplate); err != nil || !strings.Contains(out, "(current)") {
 		t.Fatalf("migrate status on a data dir made from the template: %v %q", err, out)
 	}
-	out, _, err = runCmd(t, "", "migrate", "status", "--data-dir", dbtest.TempDir(t), "--pg-template", "")
-	if err != nil || !strings.Contains(out, "pending") {
-		t.Fatalf("migrate status on a data dir made by initdb: %v %q", err, out)
+	_, stderr, err = runCmd(t, "", "migrate", "up", "--data-dir", dbtest.TempDir(t), "--pg-template", "")
+	if err != nil || !strings.Contains(stderr, "applying migrations 1 to") {
+		t.Fatalf("migrate up on a data dir made by initdb: %v %q; want every migration applied", err, stderr)
+	}
+}
+
+// status, down and force on a mistyped --data-dir say it holds no database, and create
+// nothing there (status makes the cluster only in a data dir that exists).
+func TestMigrateOnAMistypedDataDir(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"status"}, {"down", "1"}, {"force", "40"}} {
+		typo := filepath.Join(t.TempDir(), "typo")
+		stdout, stderr, err := runCmd(t, "", append(append([]string{"migrate"}, args...), "--data-dir", typo)...)
+		if err == nil || !strings.Contains(err.Error(), "holds no database") {
+			t.Errorf("migrate %v --data-dir typo: %v\n%s%s; want a refusal saying it holds no database", args, err, stdout, stderr)
+		}
+		if names, _ := os.ReadDir(typo); len(names) > 1 || len(names) == 1 && names[0].Name() != lockFileName {
+			t.Errorf("migrate %v --data-dir typo: made %v in it", args, names)
+		}
 	}
 }
 
