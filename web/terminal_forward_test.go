@@ -76,7 +76,7 @@ func TestTerminalForwarding(t *testing.T) {
 	// Gone only once this replica's heartbeats are steady (before, 503: try again).
 	webtest.WaitFor(t, 20*time.Second, srv.App.Replicas.Steady, "this replica's heartbeats never became steady")
 	res = srv.Get(t, admin, "/terminals/term-dead")
-	if b := body(t, res); res.StatusCode != http.StatusGone || !strings.Contains(b, "ran on replica gone, which stopped") {
+	if b := body(t, res); res.StatusCode != http.StatusGone || !strings.Contains(b, "ran on replica gone, which stopped or is not answering") {
 		t.Fatalf("a terminal of a replica that is gone: %d\n%s", res.StatusCode, b)
 	}
 	webtest.WaitFor(t, 20*time.Second, func() bool {
