@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,13 @@ func TestExecutionPlannedSecretArgsOutliveDefinition(t *testing.T) {
 			// The plan's own undo step, prepared again from the definition as it is now.
 			if got := results.Find(panelArgs).Text(); !strings.Contains(got, `"answer": "********"`) {
 				t.Errorf("the rollback panel's arguments: %q", got)
+			}
+			// The rollback plan itself keeps the sealed undo step's secret names.
+			if _, rp, err := srv.Executions.PlanRollback(ctx, ex.ID); err != nil || len(rp.Steps) != 1 || !slices.Contains(rp.Steps[0].SecretArgs, "answer") {
+				t.Errorf("the rollback plan: %v; want its one step's secret_arguments to hold answer", err)
+				for _, st := range rp.Steps {
+					t.Errorf("a step's secret_arguments: %v", st.SecretArgs)
+				}
 			}
 			noSecret(t, audra, "/api/v1/executions/"+ex.ID+"/rollback")
 			// Rolled back, the stored undo step too.

@@ -543,9 +543,11 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		// compensation undo what a completed step did.
 		completed := st.Status == StepSucceeded
 		var req *RequestStep
+		var sealedSecret []string // the plan's own undo step's, as sealed at approval
 		for _, u := range ex.Plan.Rollback {
 			if completed && u.Undoes != nil && *u.Undoes == pos {
 				req = &RequestStep{Tool: u.ToolID, Arguments: u.Arguments}
+				sealedSecret = u.SecretArgs
 			}
 		}
 		if req == nil && completed && st.ToolID != nil {
@@ -596,6 +598,13 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 		secret, err := s.secretArgs(ctx, p.ToolID)
 		if err != nil {
 			return nil, nil, err
+		}
+		// A value typed into a field that was secret when the plan was approved stays
+		// secret, whatever the tool's definition says now (it may have dropped writeOnly).
+		for _, name := range sealedSecret {
+			if !slices.Contains(secret, name) {
+				secret = append(secret, name)
+			}
 		}
 		undoes := pos
 		rp.Steps = append(rp.Steps, PlannedStep{Prepared: *p, Undoes: &undoes, SecretArgs: secret})
