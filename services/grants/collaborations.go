@@ -425,6 +425,7 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 	response = strings.TrimSpace(response)
 	var c Collaboration
 	var refused error // the words' problem
+	stale := false    // the question was over by the rules; ended now
 	err := db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
 		var err error
 		c, err = scanCollab(tx.QueryRow(ctx, `/* grants.Respond */ SELECT `+collabColumns+` FROM collaborations WHERE id = $1 FOR UPDATE`, id))
@@ -439,6 +440,17 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		}
 		if c.Status != StatusPending {
 			return ErrNotPending
+		}
+		// A question past its day, or whose waiting call is gone, is over even before a
+		// prune marks it so: it is ended here and now (committed), and an approving answer
+		// grants nothing for a call nobody waits on.
+		ended, err := expireTx(ctx, tx, `id = $4`, s.at(), id)
+		if err != nil {
+			return err
+		}
+		if len(ended) > 0 {
+			stale = true
+			return nil
 		}
 		if response == "" {
 			refused = verr.New("response", "say something (yes, no, or an answer)")
@@ -482,6 +494,9 @@ func (s *Service) RespondAs(ctx context.Context, by audit.Actor, id, response st
 		return Collaboration{}, err
 	}
 	s.wait.wake(c.ID)
+	if stale {
+		return Collaboration{}, ErrNotPending
+	}
 	return c, nil
 }
 
@@ -524,37 +539,47 @@ func (s *Service) Collaborations(ctx context.Context, userID, status string) ([]
 }
 
 // expireUnanswered marks questions nobody answered within Unanswered as expired, and
-// cancels those whose waiting call is gone (no sign of life for Abandoned). The times
-// are the database's (dbNow), as the heartbeats are: the replica that waits and the one
-// that prunes may have clocks further apart than Abandoned.
+// cancels those whose waiting call is gone (no sign of life for Abandoned).
 func (s *Service) expireUnanswered(ctx context.Context) error {
 	return db.WithTx(ctx, s.tx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `/* grants.expireUnanswered */ UPDATE collaborations
-			SET status = CASE WHEN created_at < `+ago(1, 2)+` THEN 'expired' ELSE 'cancelled' END, answered_at = `+dbNow(1)+`
-			WHERE status = 'pending' AND (created_at < `+ago(1, 2)+` OR coalesce(heartbeat_at, created_at) < `+ago(1, 3)+`)
-			RETURNING `+collabColumns, s.at(), Unanswered.Seconds(), Abandoned.Seconds())
-		if err != nil {
-			return err
-		}
-		ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
-		if err != nil {
-			return err
-		}
-		for _, c := range ended {
-			e := audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
-				TargetID: c.ID, TargetName: promptName(c.Prompt)}
-			if c.Status == StatusCancelled {
-				e.Action, e.Payload = "collaboration.cancel", map[string]any{"reason": "nobody waits for the answer any more (the caller's process ended)"}
-			}
-			if _, err := audit.Append(ctx, tx, e); err != nil {
-				return err
-			}
-			if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := expireTx(ctx, tx, `true`, s.at())
+		return err
 	})
+}
+
+// expireTx ends, in tx, the pending questions where selects (parameters $4 on, args)
+// that are over by the rules: expired when nobody answered within Unanswered, cancelled
+// when their waiting call is gone (no sign of life for Abandoned); each is audited and
+// announced. The times are at's (dbNow: nil for the database's), as the heartbeats are:
+// the replica that waits and the one that checks may have clocks further apart than
+// Abandoned. It returns those it ended.
+func expireTx(ctx context.Context, tx pgx.Tx, where string, at any, args ...any) ([]Collaboration, error) {
+	rows, err := tx.Query(ctx, `/* grants.expire */ UPDATE collaborations
+		SET status = CASE WHEN created_at < `+ago(1, 2)+` THEN 'expired' ELSE 'cancelled' END, answered_at = `+dbNow(1)+`
+		WHERE status = 'pending' AND (created_at < `+ago(1, 2)+` OR coalesce(heartbeat_at, created_at) < `+ago(1, 3)+`)
+		  AND (`+where+`)
+		RETURNING `+collabColumns, append([]any{at, Unanswered.Seconds(), Abandoned.Seconds()}, args...)...)
+	if err != nil {
+		return nil, fmt.Errorf("grants: end the questions over by the rules: %w", err)
+	}
+	ended, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Collaboration, error) { return scanCollab(r) })
+	if err != nil {
+		return nil, fmt.Errorf("grants: end the questions over by the rules: %w", err)
+	}
+	for _, c := range ended {
+		e := audit.Entry{Actor: audit.System, Action: "collaboration.expire", TargetType: "collaboration",
+			TargetID: c.ID, TargetName: promptName(c.Prompt)}
+		if c.Status == StatusCancelled {
+			e.Action, e.Payload = "collaboration.cancel", map[string]any{"reason": "nobody waits for the answer any more (the caller's process ended)"}
+		}
+		if _, err := audit.Append(ctx, tx, e); err != nil {
+			return nil, err
+		}
+		if _, err := events.CollaborationEnded.Publish(ctx, tx, UserTopic(c.UserID), c.event()); err != nil {
+			return nil, err
+		}
+	}
+	return ended, nil
 }
 
 // masked is s as an audit row may hold it: the append-only log keeps no secret value
