@@ -41,7 +41,18 @@ func NewMasker(values ...string) *Masker {
 		v = strings.TrimSpace(v)
 		m.addForms(v)
 		if scheme, cred, ok := strings.Cut(v, " "); ok && authSchemes[strings.ToLower(scheme)] {
-			m.addForms(strings.TrimSpace(cred))
+			cred = strings.TrimSpace(cred)
+			m.addForms(cred)
+			// A Basic credential is "user:password" in base64: a server echoing who signed in
+			// ("bad password for alice:hunter2…") shows it decoded, the password alone too.
+			if strings.EqualFold(scheme, "basic") {
+				if dec, err := base64.StdEncoding.DecodeString(cred); err == nil && utf8.Valid(dec) {
+					m.addForms(string(dec))
+					if _, pass, ok := strings.Cut(string(dec), ":"); ok {
+						m.addForms(pass)
+					}
+				}
+			}
 		}
 	}
 	if len(m.values) == 0 {
@@ -76,13 +87,15 @@ func (m *Masker) addForms(v string) {
 		base64.StdEncoding.EncodeToString([]byte(v)), base64.RawURLEncoding.EncodeToString([]byte(v)))
 }
 
-// NewJSONMasker masks the strings inside JSON values (a tool's configured secret
-// parameters are JSON); a value that is not JSON is masked as text.
+// NewJSONMasker masks the strings and numbers inside JSON values (a tool's configured
+// secret parameters are JSON); a value that is not JSON is masked as text.
 func NewJSONMasker(raws ...json.RawMessage) *Masker {
 	var vals []string
 	for _, raw := range raws {
 		var v any
-		if json.Unmarshal(raw, &v) != nil {
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber() // a numeric secret (an account number, a PIN code) is masked as its digits
+		if d.Decode(&v) != nil {
 			vals = append(vals, string(raw))
 			continue
 		}
@@ -226,11 +239,17 @@ func (m *Masker) mayHold(raw []byte) bool {
 // jsonEscapes are JSON's one-letter escapes and the characters they stand for.
 var jsonEscapes = map[byte]rune{'/': '/', '"': '"', '\\': '\\', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
-// walkStrings applies f to every string of a decoded JSON value (object keys too).
+// walkStrings applies f to every string of a decoded JSON value (object keys too), and
+// to the text of every number decoded as json.Number: a number f changes becomes the
+// string f returns (a secret echoed as a number comes back "***").
 func walkStrings(v any, f func(string) string) any {
 	switch x := v.(type) {
 	case string:
 		return f(x)
+	case json.Number:
+		if out := f(string(x)); out != string(x) {
+			return out
+		}
 	case []any:
 		for i := range x {
 			x[i] = walkStrings(x[i], f)

@@ -96,3 +96,23 @@ func TestMaskerEncodedForms(t *testing.T) {
 		}
 	}
 }
+
+// A numeric secret parameter is masked where it comes back, as text or as a JSON
+// number; a Basic credential is masked decoded too ("user:password" and the password).
+func TestMaskerNumbersAndBasic(t *testing.T) {
+	t.Parallel()
+	jm := secrets.NewJSONMasker(json.RawMessage(`{"account":123456789012,"pin":1234}`))
+	if got := jm.String("account 123456789012 charged"); got != "account *** charged" {
+		t.Errorf("String: got %q, want the account number masked", got)
+	}
+	if got := string(jm.JSON(json.RawMessage(`{"account":123456789012,"pin":1234,"n":7}`))); got != `{"account":"***","n":7,"pin":1234}` {
+		t.Errorf("JSON: got %s, want the account number masked (the short PIN is under MinMasked)", got)
+	}
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("alice:correct-horse-battery"))
+	m := secrets.NewMasker(basic)
+	for _, in := range []string{"denied for alice:correct-horse-battery", "password correct-horse-battery is wrong"} {
+		if got := m.String(in); strings.Contains(got, "correct-horse") {
+			t.Errorf("String(%q): got %q, want the Basic credential's password masked", in, got)
+		}
+	}
+}
