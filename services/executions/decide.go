@@ -321,7 +321,12 @@ func (s *Service) plannable(ctx context.Context, c Caller) ([]planner.Tool, erro
 	return out, nil
 }
 
-// start moves an approved execution to executing and queues its run, in tx.
+// errDue: the approval time of an execution ran out by the database's clock, though
+// not by this host's; Confirm expires it.
+var errDue = errors.New("executions: the approval time ran out")
+
+// start moves an approved execution to executing and queues its run, in tx (errDue
+// when a person approves it at or past expires_at by the database's clock).
 func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver audit.Actor, how string, self bool, now time.Time) (*Execution, error) {
 	var approvedBy *string
 	name := approver.Name
@@ -334,6 +339,24 @@ func (s *Service) start(ctx context.Context, tx pgx.Tx, ex *Execution, approver 
 	}
 	approved := func(b events.Execution) events.ExecutionApproved {
 		return events.ExecutionApproved{Execution: b, Approval: how, Approver: name, SelfApproved: self}
+	}
+	if how != "policy" {
+		// A person's approval counts only before expires_at by the database's clock, as
+		// the grants and the expiry job read it: this host's clock (the checks Confirm
+		// made) may run behind it. The row is locked until the transition below commits,
+		// so an expiry cannot slip in between. A policy approval starts the plan in the
+		// transaction that creates it.
+		var due bool
+		err := tx.QueryRow(ctx, `/* executions.start.expiry */ SELECT expires_at IS NOT NULL AND expires_at <= now()
+			FROM executions WHERE id = $1 AND status = 'awaiting_approval' FOR UPDATE`, ex.ID).Scan(&due)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			// Decided meanwhile: the transition below reports what it is now.
+		case err != nil:
+			return nil, fmt.Errorf("executions: the expiry of %s: %w", ex.ID, err)
+		case due:
+			return nil, errDue
+		}
 	}
 	ex, err := s.apply(ctx, tx, ex.ID, change{from: []Status{AwaitingApproval}, to: Executing, want: "approved",
 		set: map[string]any{"approval": how, "approved_by": approvedBy, "approver_name": name, "approved_at": now,
@@ -366,8 +389,10 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		return nil, conflict(id, ex.Status, "approved")
 	}
 	now := s.opts.Now()
-	expired := func() error {
-		if ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
+	// expired expires the plan when its time ran out (due: by the database's clock, which
+	// start reads; else by this host's) and says so with a conflict.
+	expired := func(due bool) error {
+		if due || ex.ExpiresAt != nil && !now.Before(*ex.ExpiresAt) {
 			ok, err := s.expire(ctx, id)
 			if err != nil {
 				return err
@@ -385,7 +410,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		}
 		return nil
 	}
-	if err := expired(); err != nil {
+	if err := expired(false); err != nil {
 		return nil, err
 	}
 	if planHash != "" && !strings.EqualFold(planHash, ex.Hash()) {
@@ -425,7 +450,7 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 	// The checks above prepare every step through the router and may take a while:
 	// a plan whose time ran out meanwhile is not approved.
 	now = s.opts.Now()
-	if err := expired(); err != nil {
+	if err := expired(false); err != nil {
 		return nil, err
 	}
 	var out *Execution
@@ -434,6 +459,9 @@ func (s *Service) Confirm(ctx context.Context, c Caller, id, phrase, planHash st
 		out, err = s.start(ctx, tx, ex, c.Actor, how, verdict.SelfApproved, now)
 		return err
 	})
+	if errors.Is(err, errDue) {
+		return nil, expired(true)
+	}
 	return out, err
 }
 
@@ -623,8 +651,12 @@ func (s *Service) ExpireDue(ctx context.Context) (int, error) {
 		DELETE FROM execution_retries WHERE expires_at < $1`, s.opts.Now().Add(-time.Hour)); err != nil {
 		return 0, fmt.Errorf("executions: forget used retries: %w", err)
 	}
+	// Due by this host's clock or by the database's (which Confirm's approval reads),
+	// whichever is later: a host whose clock runs behind still expires a plan no one can
+	// approve any more.
 	ids, err := db.Column[string](ctx, s.pool, "executions: due", `/* executions.ExpireDue */
-		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= $1 ORDER BY expires_at LIMIT 1000`,
+		SELECT id FROM executions WHERE status = 'awaiting_approval' AND expires_at <= greatest(now(), $1)
+		ORDER BY expires_at LIMIT 1000`,
 		s.opts.Now())
 	if err != nil {
 		return 0, err

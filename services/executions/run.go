@@ -34,6 +34,12 @@ var errBusy = errors.New("executions: another runner holds this execution")
 // interrupted while its lock's connection was gone); the runner stops, its job done.
 var errSettledElsewhere = errors.New("executions: the step was settled by another runner")
 
+// errTakenOver: the step this runner was about to start is no longer its to start,
+// though the execution still runs: another runner took the execution over (it was
+// settled or queued again while this one's lock's connection was gone, a frozen host
+// say). The runner stops before the step, its job done, and leaves the rest to that one.
+var errTakenOver = errors.New("executions: another runner took the execution over")
+
 // lockExecution takes execution id's runner lock on a connection of its own, held
 // until release. Whoever holds it is the one runner of that execution; the lock dies
 // with its connection, so a crashed runner's steps can be recognised as interrupted
@@ -460,6 +466,13 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 			if errors.Is(err, errStopped) {
 				return nil // the step is settled (or handed over): the job is done
 			}
+			if errors.Is(err, errTakenOver) {
+				// Nothing of the phase is this runner's any more: no later step starts here
+				// and the phase is not ended here; the runner that took it over does both.
+				s.log.Warn("executions: another runner took this execution over; this one stops before its next step",
+					"execution", id, "phase", phase, "step", st.Position+1)
+				return nil
+			}
 			if tr := (*transientRefused)(nil); errors.As(err, &tr) {
 				return s.waitTransient(ctx, cur, st, tr.b)
 			}
@@ -559,7 +572,9 @@ func (s *Service) waitTransient(ctx context.Context, ex *Execution, st Step, b *
 				return err
 			}
 		}
-		return clearRunner(bg, tx, ex.ID, "")
+		// Only this runner is forgotten: one that took the execution over meanwhile
+		// (startStep) keeps working it, and this job, back, finds its lock held.
+		return clearRunner(bg, tx, ex.ID, s.opts.RunnerID)
 	})
 	if err != nil {
 		return err
@@ -639,7 +654,7 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 	case over:
 		return "", s.waitForLimit(ctx, ex, st, fmt.Sprintf("%d steps of the requester's plans already wait for an answer", maxBlockingSteps), blockingRetry, false)
 	case !started:
-		return "", nil // not pending any more: nothing to do
+		return "", s.notStarted(ctx, ex, st)
 	}
 	pin := s.pinOf(ex, st)
 	toolRef := st.Tool
@@ -760,18 +775,50 @@ func (s *Service) runStep(ctx context.Context, ex *Execution, st Step, requester
 	return "", nil
 }
 
+// notStarted is runStep's answer for step st that startStep did not mark running: nil
+// when its execution left the phase's status (cancelled, or ended: its pending steps
+// were skipped, and runPhase finds so before the next step), errTakenOver when it still
+// runs, so that another runner started the step or took the execution over.
+func (s *Service) notStarted(ctx context.Context, ex *Execution, st Step) error {
+	want := Executing
+	if st.Phase == PhaseRollback {
+		want = RollingBack
+	}
+	var status Status
+	if err := s.pool.QueryRow(ctx, `/* executions.step.not_started */ SELECT status FROM executions WHERE id = $1`,
+		ex.ID).Scan(&status); err != nil {
+		return fmt.Errorf("executions: the status of %s: %w", ex.ID, err)
+	}
+	if status != want {
+		return nil
+	}
+	return errTakenOver
+}
+
 // startStep marks pending step st running as call callID (started false when it is no
-// longer pending). A blocking step is counted against its requester's limit in the
-// transaction that marks it (over: it is not marked): refused, or failing, it stays
-// pending, never left running without its call sent, which its next runner would
-// take for a step that may have taken effect (settleInterrupted).
+// longer pending, or no longer this runner's to start). A blocking step is counted
+// against its requester's limit in the transaction that marks it (over: it is not
+// marked): refused, or failing, it stays pending, never left running without its call
+// sent, which its next runner would take for a step that may have taken effect
+// (settleInterrupted).
+//
+// With replicas, a step starts only while this runner is still the execution's
+// recorded runner: the lock's connection may have broken under it (a frozen host its
+// keepalives gave up on) and another replica settled the execution or took it over,
+// which first forgets the runner (queuePhase) and then records its own. The
+// execution's row is read FOR SHARE, so a take-over committing meanwhile is waited for
+// and seen, not missed by this statement's snapshot.
 func (s *Service) startStep(ctx context.Context, ex *Execution, st Step, callID string, now time.Time, blocking bool) (started, over bool, err error) {
 	start := func(q db.Querier) error {
+		owned, args := "", []any{st.ID, callID, now, waitingPrefix}
+		if s.opts.RunnerID != "" {
+			owned = ` AND EXISTS (SELECT 1 FROM executions WHERE id = $5 AND runner_id = $6::uuid FOR SHARE)`
+			args = append(args, ex.ID, s.opts.RunnerID)
+		}
 		tag, err := q.Exec(ctx, `/* executions.step.start */
 			UPDATE tool_calls SET status = 'running', call_id = $2, started_at = $3,
 			       error = CASE WHEN starts_with(error, $4) THEN '' ELSE error END
-			WHERE id = $1 AND status = 'pending'`,
-			st.ID, callID, now, waitingPrefix)
+			WHERE id = $1 AND status = 'pending'`+owned, args...)
 		if err != nil {
 			return fmt.Errorf("executions: start step: %w", err)
 		}
@@ -907,7 +954,7 @@ func (s *Service) waitForLimit(ctx context.Context, ex *Execution, st Step, reas
 				return err
 			}
 		}
-		return clearRunner(bg, tx, ex.ID, "")
+		return clearRunner(bg, tx, ex.ID, s.opts.RunnerID) // only this one: see waitTransient
 	})
 	if err != nil {
 		return err
