@@ -69,6 +69,9 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 		}
 	}
 	serverChanges := plan.Servers.Count(registry.PlanCreate)+plan.Servers.Count(registry.PlanUpdate)+plan.Servers.Count(registry.PlanDelete) > 0
+	// counted is how much of res.Unapplied a config.import entry has counted: the second
+	// transaction's entry counts what follows (all of it when there was no first).
+	counted := 0
 	if serverChanges || len(pending) < len(plan.Items) {
 		base := len(res.Unapplied)
 		err := db.WithTxRetry(ctx, s.begin, func(tx pgx.Tx) error {
@@ -94,11 +97,12 @@ func (s *Service) Apply(ctx context.Context, actor audit.Actor, plan *Plan) (Res
 		if err != nil {
 			return Result{}, err
 		}
+		counted = len(res.Unapplied)
 	}
 	if len(pending) == 0 {
 		return res, nil
 	}
-	if err := s.applyPending(ctx, actor, plan, pending, &res); err != nil {
+	if err := s.applyPending(ctx, actor, plan, pending, counted, &res); err != nil {
 		// Named one by one, as what a plan cannot apply is: the result says what is left.
 		for _, it := range pending {
 			field := "tools." + it.Name
@@ -270,8 +274,9 @@ func sameSettings(was, is *storedTool) bool {
 }
 
 // applyPending discovers the servers of the pending tools, then plans and applies those
-// tools against what was found.
-func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Plan, pending []Item, res *Result) error {
+// tools against what was found. res.Unapplied from counted on is what its config.import
+// entry counts as not applied.
+func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Plan, pending []Item, counted int, res *Result) error {
 	notApplied := func(it Item, msg string) {
 		res.Unapplied = append(res.Unapplied, registry.Problem{File: plan.File, Field: "tools." + it.Name, Message: msg})
 	}
@@ -361,7 +366,8 @@ func (s *Service) applyPending(ctx context.Context, actor audit.Actor, plan *Pla
 				return err
 			}
 		}
-		return s.summary(ctx, tx, actor, &Plan{File: plan.File, Format: plan.Format, Items: items}, &Result{Changed: res.Changed[before:]}, 0)
+		return s.summary(ctx, tx, actor, &Plan{File: plan.File, Format: plan.Format, Items: items},
+			&Result{Changed: res.Changed[before:], Unapplied: res.Unapplied[counted:]}, 0)
 	})
 	if err != nil {
 		// Rolled back, whatever failed (an item, the summary's audit entry, the commit):
@@ -450,8 +456,8 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 	}
 	if it.state == toolstate.Enabled && unpinnedEnable(ft) {
 		// The plan's check of an unpinned enable, made again under the row's lock: a
-		// discovery between plan and apply that took the tool out of service for a new
-		// definition is not undone by a file that pins none.
+		// definition a discovery between plan and apply brought since the tool was last
+		// enabled is not put in service by a file that pins none.
 		var status, version, hash string
 		if err := tx.QueryRow(ctx, `/* configcode.apply.unpinned */ SELECT status, version_major::text || '.' || version_minor::text,
 				COALESCE(definition_hash, '') FROM mcp_tools WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&status, &version, &hash); err != nil {
@@ -523,13 +529,16 @@ func (s *Service) applyTool(ctx context.Context, tx pgx.Tx, actor audit.Actor, i
 	return nil
 }
 
-// summary writes the config.import entry: what the file was and what changed.
+// summary writes the config.import entry: what the file was, what changed and how much
+// was not applied, res being what the entry's transaction covers. Counted from res, not
+// from the plan: the apply refuses some of what the plan showed (a pin or an unpinned
+// enable checked again under the row lock, the lifecycle's own refusal).
 func (s *Service) summary(ctx context.Context, tx pgx.Tx, actor audit.Actor, plan *Plan, res *Result, serverChanges int) error {
 	if len(res.Changed)+serverChanges == 0 {
 		return nil
 	}
 	_, err := audit.Append(ctx, tx, audit.Entry{Actor: actor, Action: "config.import", TargetType: "configuration",
 		TargetName: filepath.Base(plan.File), Payload: map[string]any{"file": filepath.Base(plan.File), "format": plan.Format,
-			"server_changes": serverChanges, "changed": res.Changed, "not_applied": len(plan.Unapplied)}})
+			"server_changes": serverChanges, "changed": res.Changed, "not_applied": len(res.Unapplied)}})
 	return err
 }

@@ -118,8 +118,8 @@ func TestUnpinnedEnableOfRedefinedToolRefused(t *testing.T) {
 }
 
 // A tool a person disabled is enabled by a file that pins no definition, as before
-// definition_hash: its last move out of enabled was a person's, not a new definition's.
-// An earlier redefinition, reviewed and enabled again since, does not count.
+// definition_hash: its definition is the one it was last enabled with. An earlier
+// redefinition, reviewed and enabled again since, does not count.
 func TestUnpinnedEnableOfDisabledToolApplies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -184,5 +184,82 @@ func TestUnpinnedEnableRecheckedAtApply(t *testing.T) {
 	}
 	if now.RiskOverride == nil || *now.RiskOverride != "high" {
 		t.Errorf("s__t's risk after the import: %v, want high", now.RiskOverride)
+	}
+}
+
+// A tool enabled, then disabled by a person, then redefined upstream while disabled
+// (discovery moved it disabled → updating → validated) is not enabled by a file that
+// pins no definition: the new definition was never reviewed, though the tool's last
+// move out of enabled was the person's. Before, only that move was looked at.
+func TestUnpinnedEnableOfToolRedefinedWhileDisabledRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := startPinned(t)
+	a := p.a
+	cur := a.Enable(t, "s__t")
+	file := oldExport(t, export(t, a))
+	if !strings.Contains(file, "tool: s__t\n    state: enabled\n") {
+		t.Fatalf("the export does not enable s__t:\n%s", file)
+	}
+	if outs, err := a.Tools.SetEnabled(ctx, admin, []string{cur.ID}, false, "suspicious", false); err != nil || outs[0].Err() != nil {
+		t.Fatalf("disable: %v %v", err, outs)
+	}
+	after := p.redefine(t)
+	if after.Status != "validated" || after.Version() == cur.Version() {
+		t.Fatalf("s__t after rediscovery: %s v%s, want validated at a new version (was v%s)", after.Status, after.Version(), cur.Version())
+	}
+	pl := plan(t, a, "config.yaml", file)
+	if pl.HasErrors() || strings.Contains(pl.String(), "validated → enabled") {
+		t.Fatalf("plan, want no enable:\n%s", pl)
+	}
+	got := fmt.Sprint(pl.Unapplied)
+	for _, want := range []string{"tools.s__t.state", "redefined the tool since it was last enabled here", "definition changed",
+		"stays validated at definition v" + after.Version()} {
+		if !strings.Contains(got, want) {
+			t.Errorf("not applied lacks %q: %s\nplan:\n%s", want, got, pl)
+		}
+	}
+	res, err := a.ConfigCode.Apply(ctx, admin, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(res.Unapplied), "tools.s__t.state") {
+		t.Errorf("not applied after the import: %v, want the state", res.Unapplied)
+	}
+	if now := a.Settled(t, "s__t"); now.Status != "validated" {
+		t.Fatalf("s__t after the import: %s, want validated (its new definition was never reviewed)", now.Status)
+	}
+}
+
+// The same under the apply's own check: planned while the tool sat disabled at the
+// definition it was enabled with, applied after its server redefined it (still never
+// enabled again), the file's unpinned enable is refused under the row lock.
+func TestUnpinnedEnableRecheckedAtApplyAfterRedefinitionWhileDisabled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := startPinned(t)
+	a := p.a
+	cur := a.Enable(t, "s__t")
+	if outs, err := a.Tools.SetEnabled(ctx, admin, []string{cur.ID}, false, "not today", false); err != nil || outs[0].Err() != nil {
+		t.Fatalf("disable: %v %v", err, outs)
+	}
+	pl := plan(t, a, "config.yaml", "version: 1\nservers: []\ntools:\n  - tool: s__t\n    state: enabled\n")
+	if pl.HasErrors() || len(pl.Unapplied) > 0 || !strings.Contains(pl.String(), "state: disabled → enabled") {
+		t.Fatalf("plan:\n%s", pl)
+	}
+	after := p.redefine(t)
+	if after.Status != "validated" {
+		t.Fatalf("s__t after rediscovery: %s, want validated", after.Status)
+	}
+	pl.DropBaseForTest()
+	res, err := a.ConfigCode.Apply(ctx, admin, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(res.Unapplied); !strings.Contains(got, "tools.s__t.state") || !strings.Contains(got, "stays validated at definition v"+after.Version()) {
+		t.Errorf("not applied: %s, want the state, naming the current version", got)
+	}
+	if now := a.Settled(t, "s__t"); now.Status != "validated" {
+		t.Fatalf("s__t after the import: %s, want validated (its new definition was never reviewed)", now.Status)
 	}
 }

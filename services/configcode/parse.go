@@ -366,7 +366,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 	}
 	t.RateLimit = int(o.integer("rate_limit"))
 	if t.RateLimit < 0 || t.RateLimit > tools.MaxRateLimit {
-		p.fail(o.field("rate_limit"), fmt.Sprintf("must be between 1 and %d calls a minute", tools.MaxRateLimit))
+		p.fail(o.field("rate_limit"), fmt.Sprintf("must be 0 (no limit of its own) to %d calls a minute", tools.MaxRateLimit))
 	}
 	// Trimmed as tools.CheckCategory trims a category's name: " ops" is the category ops.
 	t.Category = strings.ToLower(strings.TrimSpace(o.str("category")))

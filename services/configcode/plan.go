@@ -432,9 +432,11 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 			// enabled is for.
 			skip("state", s.stalePin(ctx, ft, cur.ID, cur.Status, cur.Version, cur.DefinitionHash))
 		case step == toolstate.Enabled && unpinnedEnable(ft) && st.Redefined[cur.ID] != "":
-			// An older file (or a hand-written one) pins nothing, and discovery took the tool
-			// out of service for a new definition: enabling it would put that definition in
-			// service unreviewed. A tool a person disabled is enabled as the file says.
+			// An older file (or a hand-written one) pins nothing, and the tool's server
+			// redefined it since it was last enabled (while enabled, or after a person
+			// disabled it): enabling it would put that definition in service unreviewed. A
+			// tool a person disabled, still at the definition it was enabled with, is
+			// enabled as the file says.
 			skip("state", redefinedUnpinned(st.Redefined[cur.ID], cur.Status, cur.Version, cur.DefinitionHash))
 		case (blocked || toolstate.NeedsOverride(cur.Status, step)) && ft.Override == "":
 			skip("state", fmt.Sprintf("enabling it (now %s) needs an administrator's override with a reason: enable it on the tool's page, or give override: <reason> in the file", cur.Status))
@@ -459,6 +461,14 @@ func (s *Service) planTool(ctx context.Context, ft *Tool, st *state, pending, ca
 			change("state", cur.Status, to)
 			it.state = ft.State
 		}
+	}
+	if ft.State == toolstate.Enabled && cur.Status == toolstate.Enabled && cur.Override != "" && ft.Override != cur.Override {
+		// An override's reason is recorded by the enable that needed it (tools'
+		// SetEnabledTx), and the tool is enabled already: there is no move to give the
+		// file's reason to (or to drop it with), so it is named rather than ignored
+		// unseen. A tool enabled without one needed none: the file's override is for
+		// findings that block an enable, as when the file enabled it.
+		skip("override", overrideKept(ft.Override, cur.Override))
 	}
 	it.perms = map[string]*bool{}
 	for _, user := range slices.Sorted(maps.Keys(ft.Permissions)) {
@@ -520,16 +530,28 @@ func overrideWithoutHash(cur *storedTool) string {
 	return msg
 }
 
+// overrideKept says why the file's override (file, "" for none) of a tool enabled
+// already with the override reason stored was not applied.
+func overrideKept(file, stored string) string {
+	const how = "the reason of an override is given on the tool's page when the tool is enabled (disable it there and enable it again with the new reason)"
+	if file == "" {
+		return fmt.Sprintf("the file gives no override, but the tool is enabled with one (%s): an import does not remove it, and the tool stays enabled with it; %s",
+			strconv.Quote(stored), how)
+	}
+	return fmt.Sprintf("the tool is enabled with the override %s; the file's %s was not applied, and the tool keeps its override: %s",
+		strconv.Quote(stored), strconv.Quote(file), how)
+}
+
 // unpinnedEnable reports whether ft enables its tool without saying which definition.
 func unpinnedEnable(ft *Tool) bool {
 	return ft.State == toolstate.Enabled && ft.DefinitionHash == ""
 }
 
-// redefinedUnpinned says why an unpinned enable was not applied: the tool's last move out
-// of enabled was discovery's for a new definition (reason, its history row's), and it is
+// redefinedUnpinned says why an unpinned enable was not applied: the tool's server
+// redefined it since it was last enabled (reason, discovery's history row's), and it is
 // now status at definition version (hash current).
 func redefinedUnpinned(reason, status, version, current string) string {
-	return fmt.Sprintf("its server redefined the tool since it was last enabled here, and discovery took it out of service: %s. The file does not pin a definition (no definition_hash), so state enabled was not applied, and the tool stays %s at definition v%s (%s). Review definition v%s on the tool's page (enable it there if it is safe), or give definition_hash: beside state, the hash of the definition you reviewed",
+	return fmt.Sprintf("its server redefined the tool since it was last enabled here (%s), and nobody has enabled the new definition since. The file does not pin a definition (no definition_hash), so state enabled was not applied, and the tool stays %s at definition v%s (%s). Review definition v%s on the tool's page (enable it there if it is safe), or give definition_hash: beside state, the hash of the definition you reviewed",
 		reason, status, version, shortHash(current), version)
 }
 

@@ -64,9 +64,10 @@ type state struct {
 	// first tool each server was found not to offer (see offers).
 	offered   map[string][]string
 	offeredAt map[string]string
-	// Redefined are the tools the file enables without definition_hash whose last move
-	// out of enabled was a change of their definition (discovery's enabled → updating),
-	// with that move's reason, by tool id: read by Plan (loadRedefined), not by load.
+	// Redefined are the tools the file enables without definition_hash whose definition
+	// changed since they were last enabled (discovery's move to updating, from enabled or
+	// from a person's disabled), with that move's reason, by tool id: read by Plan
+	// (loadRedefined), not by load.
 	Redefined map[string]string
 }
 
@@ -240,19 +241,22 @@ func (s *Service) load(ctx context.Context, q db.Querier) (*state, error) {
 	return st, nil
 }
 
-// redefinedSQL reads, for each tool of $1, the move that last took it out of enabled
-// when that move was a change of its definition: discovery writes enabled → updating
-// (services/registry's discovery, reason "definition changed (vA → vB)"), a person's
-// disable enabled → disabled. The index on (tool_id, id DESC) finds each tool's moves.
-const redefinedSQL = `SELECT t.id::text, COALESCE(NULLIF(h.reason, ''), 'definition changed') FROM unnest($1::uuid[]) AS t(id)
-	CROSS JOIN LATERAL (SELECT h.to_status, h.reason FROM tool_state_history h
-		WHERE h.tool_id = t.id AND h.from_status = 'enabled' ORDER BY h.id DESC LIMIT 1) h
-	WHERE h.to_status = 'updating'`
+// redefinedSQL reads, for each tool of $1, the first change of its definition since it
+// was last enabled: discovery moves a redefined tool to updating from whatever state it
+// was in (services/registry's discovery, reason "definition changed (vA → vB)"), so a
+// tool enabled, then disabled by a person, then redefined upstream is found too. A tool
+// never enabled has no such move to count from; one enabled again after a redefinition
+// was reviewed then. The index on (tool_id, id DESC) finds each tool's moves.
+const redefinedSQL = `SELECT t.id::text, COALESCE(NULLIF(u.reason, ''), 'definition changed') FROM unnest($1::uuid[]) AS t(id)
+	CROSS JOIN LATERAL (SELECT max(h.id) AS id FROM tool_state_history h
+		WHERE h.tool_id = t.id AND h.to_status = 'enabled') e
+	CROSS JOIN LATERAL (SELECT h.reason FROM tool_state_history h
+		WHERE h.tool_id = t.id AND h.id > e.id AND h.to_status = 'updating' ORDER BY h.id LIMIT 1) u`
 
-// redefined returns, by tool id, the tools of ids whose last move out of enabled was a
-// change of their definition, with that move's reason: one query however many tools.
-// An unpinned enable of such a tool would put a definition nobody reviewed back in
-// service, undoing what discovery's move out of enabled is for.
+// redefined returns, by tool id, the tools of ids whose definition changed since they
+// were last enabled, with the reason of the first such change: one query however many
+// tools. An unpinned enable of such a tool would put a definition nobody reviewed in
+// service, undoing what discovery's move to updating is for.
 func redefined(ctx context.Context, q db.Querier, ids []string) (map[string]string, error) {
 	out := map[string]string{}
 	if len(ids) == 0 {
