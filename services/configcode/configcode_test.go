@@ -316,6 +316,7 @@ func TestBadFile(t *testing.T) {
 		{"version: 1\ntools:\n  - tool: ev__echo\n    config:\n      api_key: {mode: fixed, secret: hunter2}\n", "tools.ev__echo.config.api_key.secret", "not a reference"},
 		{"version: 1\ntools:\n  - tool: ev__echo\n    state: verified\n", "tools.ev__echo.state", "enabled or disabled"},
 		{"version: 1\ntools:\n  - tool: ev__echo\n    rate_limit: -1\n", "tools.ev__echo.rate_limit", "must be 0 (no limit of its own) to 1000000 calls a minute"},
+		{"version: 1\ntools:\n  - tool: ev__echo\n    timeout_ms: 5\n", "tools.ev__echo.timeout_ms", "(or 0 for the server's timeout)"},
 		{"version: 1\nsettings:\n  approval_ttl_seconds: 5\n", "settings.approval_ttl_seconds", "between one minute and 30 days"},
 		{"version: 1\nsettings:\n  approval_ttl_seconds: 0\n", "settings.approval_ttl_seconds", "between one minute and 30 days"},
 		{"version: 1\nsettings:\n  approval_ttl_seconds: soon\n", "settings.approval_ttl_seconds", "must be a whole number"},

@@ -362,7 +362,7 @@ func (p *parser) tool(o *fields, i int) Tool {
 	}
 	t.TimeoutMS = int(o.integer("timeout_ms"))
 	if t.TimeoutMS != 0 && (t.TimeoutMS < tools.MinTimeoutMS || t.TimeoutMS > tools.MaxTimeoutMS) {
-		p.fail(o.field("timeout_ms"), fmt.Sprintf("must be between %d and %d milliseconds", tools.MinTimeoutMS, tools.MaxTimeoutMS))
+		p.fail(o.field("timeout_ms"), fmt.Sprintf("must be between %d and %d milliseconds (or 0 for the server's timeout)", tools.MinTimeoutMS, tools.MaxTimeoutMS))
 	}
 	t.RateLimit = int(o.integer("rate_limit"))
 	if t.RateLimit < 0 || t.RateLimit > tools.MaxRateLimit {
