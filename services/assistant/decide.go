@@ -141,6 +141,17 @@ func Decide(msg string, u Understanding, st State, cat *Catalogue) Decision {
 	// from the message as written: what looks like a secret in them is masked too.
 	u.Ref, _ = redact(u.Ref)
 	u.Query, _ = redact(u.Query)
+	// So are the words an op keeps and a reply or a failure quotes: a server's name (its
+	// description), tags and a category ("tag echo with ghp_…" is refused quoting the tag).
+	u.Name, _ = redact(u.Name)
+	u.Category, _ = redact(u.Category)
+	if len(u.Tags) > 0 {
+		tags := make([]string, len(u.Tags))
+		for i, tg := range u.Tags {
+			tags[i], _ = redact(tg)
+		}
+		u.Tags = tags
+	}
 	if u.Intent == IntentCancel {
 		d.State.Pending, d.State.Flow = nil, nil
 		d.Reply = "OK, I dropped that. Nothing was changed."
@@ -1304,12 +1315,15 @@ func notUnderstood(msg string) string {
 }
 
 // describeOp says what an op will do, for a confirmation: "disable 'get_forecast' on
-// weather", "add the server 'stocks' at https://…".
+// weather", "add a server at "https://…", registered as "stocks"". A language model's
+// proposal is asked through it, so every word that is not the catalogue's own (a name,
+// URL, tag, category, value or preference) is quoted with %q, and a server by the name
+// it will be registered under: a proposal's text must not read as the question's.
 func describeOp(op Op, cat *Catalogue) string {
 	what := labels(cat, op.IDs)
 	switch op.Intent {
 	case IntentAddServer:
-		return fmt.Sprintf("add the server '%s' at %s", op.Name, quoteURL(op.URL))
+		return fmt.Sprintf("add a server at %q, registered as %q", quoteURL(op.URL), registeredName(op.Name, op.URL))
 	case IntentRemoveServer:
 		return "remove the server " + what
 	case IntentEnableServer, IntentEnableTool:
@@ -1319,7 +1333,7 @@ func describeOp(op Op, cat *Catalogue) string {
 	case IntentConfigureTool:
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(op.Settings)) {
-			parts = append(parts, k+" = "+op.Settings[k])
+			parts = append(parts, k+" = "+quoted(op.Settings[k], maxQuoted))
 		}
 		return "set " + strings.Join(parts, ", ") + " on " + what
 	case IntentTestTool:
@@ -1331,21 +1345,51 @@ func describeOp(op Op, cat *Catalogue) string {
 	case IntentSetRisk:
 		return "make " + what + " " + strings.ToLower(op.Risk) + " risk"
 	case IntentTag:
-		return "tag " + what + " with " + strings.Join(op.Tags, ", ")
+		return "tag " + what + " with " + quotedList(op.Tags)
 	case IntentUntag:
-		return "remove the tags " + strings.Join(op.Tags, ", ") + " from " + what
+		return "remove the tags " + quotedList(op.Tags) + " from " + what
 	case IntentSetCategory:
-		return "put " + what + " in the " + op.Category + " category"
+		return "put " + what + " in the category " + quoted(op.Category, maxQuoted)
 	case IntentGrant:
 		return "let " + op.Username + " use " + what
 	case IntentRevoke:
 		return "stop " + op.Username + " from using " + what
 	case IntentPreference:
-		return "enable new " + op.Query + " tools automatically when they are discovered"
+		return "enable new tools about " + quoted(op.Query, maxQuoted) + " automatically when they are discovered"
 	case IntentForget:
-		return "stop enabling new " + op.Query + " tools automatically"
+		return "stop enabling new tools about " + quoted(op.Query, maxQuoted) + " automatically"
 	case IntentSetup:
 		return "start the guided set-up"
 	}
 	return string(op.Intent) + " " + what
+}
+
+// registeredName is the name a server added with the typed name and URL is registered
+// under (service.go addServer): the typed one as the registry takes it, else one from the
+// URL's host.
+func registeredName(typed, u string) string {
+	if n := serverName(typed); n != "" {
+		return n
+	}
+	return nameFromURL(u)
+}
+
+// maxQuoted bounds a value quoted back in a question (a model's proposal may carry 8 KiB).
+const maxQuoted = 200
+
+// quoted is s in Go quotes (%q: a quote or line break in it cannot end the quotation),
+// cut to n characters with "…" after the closing quote.
+func quoted(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return fmt.Sprintf("%q…", string(r[:n]))
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func quotedList(ss []string) string {
+	out := make([]string, 0, len(ss))
+	for _, s := range ss {
+		out = append(out, quoted(s, maxQuoted))
+	}
+	return strings.Join(out, ", ")
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/toolwarden/toolwarden/services/tools"
 )
 
 // Model is a language model the assistant may ask what a sentence means when its own
@@ -123,6 +126,14 @@ func fromModel(ctx context.Context, m Model, msg string, cat *Catalogue) (Unders
 	return u, ok, nil
 }
 
+// categoryNameRE is a category's name as tools checks it (categories.go); a model's
+// category that is not one is no category.
+var categoryNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,47}$`)
+
+// preferenceQueryRE is what a preference is about: one to eight words of letters and
+// digits (tools.SavePreference keeps eight), not a sentence.
+var preferenceQueryRE = regexp.MustCompile(`^[A-Za-z0-9]+(?:[ -][A-Za-z0-9]+){0,7}$`)
+
 // checkProposal turns a model's proposal into an Understanding by the same rules as the
 // built-in reading: an unknown intent, a name not in the catalogue, a parameter the tool
 // does not have or a risk that is not a level are dropped, not trusted.
@@ -157,10 +168,24 @@ func checkProposal(p proposal, cat *Catalogue) (Understanding, bool) {
 			u.Username = name
 		}
 	}
-	for _, tg := range p.Tags {
-		if tg = strings.TrimSpace(tg); tg != "" {
-			u.Tags = append(u.Tags, tg)
+	// Tags, a category and a preference's words are put to the person in the question as
+	// the model wrote them: each must be what it claims to be (a tag, a category's name,
+	// a few words), or the proposal is dropped, not asked with prose in its fields.
+	if len(p.Tags) > 0 {
+		tags, err := tools.NormalizeTags(p.Tags)
+		if err != nil {
+			return Understanding{}, false
 		}
+		u.Tags = tags
+	}
+	if c := strings.ToLower(strings.TrimSpace(p.Category)); c != "" {
+		if !categoryNameRE.MatchString(c) {
+			return Understanding{}, false
+		}
+		u.Category = c
+	}
+	if (in == IntentPreference || in == IntentForget) && p.Query != "" && !preferenceQueryRE.MatchString(strings.TrimSpace(p.Query)) {
+		return Understanding{}, false
 	}
 	for k, v := range p.Settings {
 		if paramNamed(cat, k) {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
@@ -363,7 +366,18 @@ func (s *Service) Handle(ctx context.Context, p *auth.Principal, actor audit.Act
 			}
 		}
 	}
-	err = s.withConversation(ctx, p, convID, func(st *State, save func(string, Reply) error) error {
+	err = s.withConversation(ctx, p, convID, func(st *State, keep func(string, Reply) error) error {
+		// A message that had something masked may still have it quoted back where a
+		// reply reads it from elsewhere than the understanding (an error's text, a name
+		// the registry or a discovery returns): the reply kept, and the one returned
+		// (which reloads show as kept), are masked as the message is.
+		save := func(msg string, r Reply) error {
+			if masked {
+				maskReply(&r)
+				out = r
+			}
+			return keep(msg, r)
+		}
 		// stale refuses a message that answers what this window no longer shows. Whether
 		// a value it sets is a secret is not looked at: none is kept.
 		stale := func(reply string) error {
@@ -726,6 +740,24 @@ func redact(msg string) (string, bool) {
 	return out, masked
 }
 
+// maskReply masks what looks like a secret in the words of a reply: its text, its
+// actions' names and errors, and its choices' labels and targets.
+func maskReply(r *Reply) {
+	r.Reply = redacted(r.Reply)
+	actions := make([]Action, len(r.Actions))
+	for i, a := range r.Actions {
+		a.Name, a.Error = redacted(a.Name), redacted(a.Error)
+		actions[i] = a
+	}
+	r.Actions = actions
+	choices := make([]Choice, len(r.Choices))
+	for i, c := range r.Choices {
+		c.Label, c.Target = redacted(c.Label), redacted(c.Target)
+		choices[i] = c
+	}
+	r.Choices = choices
+}
+
 // secretSettings reports whether a configure_tool message sets a parameter that holds
 // secrets (by its name or its schema's format) on any tool it may mean, or a value the
 // tools store keeps encrypted whatever its parameter (secretValues).
@@ -935,19 +967,19 @@ func (s *Service) run(ctx context.Context, p *auth.Principal, actor audit.Actor,
 		out.Reply = notUnderstood(op.Sentence)
 	}
 	if err != nil {
-		out.Reply = failure(op, err)
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: err.Error()})
+		out.Reply = s.failure(op, err)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: errText(err)})
 	}
 }
 
 // failure says what went wrong in the person's terms, with the field when there is one.
-func failure(op *Op, err error) string {
-	return "❌ That didn't work: " + failureReason(err)
+func (s *Service) failure(op *Op, err error) string {
+	return "❌ That didn't work: " + s.failureReason(err)
 }
 
 // failureReason is why err refused a change, as the person is told it: the fields and
 // what is wrong with each, or the refusal's message.
-func failureReason(err error) string {
+func (s *Service) failureReason(err error) string {
 	var ve *verr.Error
 	if errors.As(err, &ve) && len(ve.Fields) > 0 {
 		var parts []string
@@ -960,43 +992,85 @@ func failureReason(err error) string {
 	if errors.As(err, &f) {
 		return f.Message
 	}
+	if internal(err) {
+		s.log.Error("assistant: a change failed", "err", err)
+	}
+	return errText(err)
+}
+
+// internal reports whether err is the database's (a failed statement, a lost
+// connection): its text names tables and constraints, not what the person can do about it.
+func internal(err error) bool {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	return errors.As(err, &pe) || errors.As(err, &ce) || errors.Is(err, pgx.ErrTxClosed)
+}
+
+// errText is err as a reply or its actions may show it: an internal error is logged by
+// failureReason and said in general words.
+func errText(err error) string {
+	if internal(err) {
+		return "something went wrong on our side (it was logged)"
+	}
 	return err.Error()
 }
 
 func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *Decision, out *Reply) error {
 	// The name as the registry takes it; the one typed ("Weather API") is the description.
-	name, desc := serverName(op.Name), "added by the assistant"
-	if name == "" {
-		name = nameFromURL(op.URL)
-	}
-	if name != op.Name && strings.TrimSpace(op.Name) != "" {
+	// Not a language model's: its name may be any prose, and the question said yes to
+	// showed the registered name only (describeOp).
+	name, desc := registeredName(op.Name, op.URL), "added by the assistant"
+	if name != op.Name && serverName(op.Name) != "" && !op.ByModel {
 		desc = clip(op.Name, registry.MaxDescription)
 	}
-	sp := registry.Spec{Name: name, Type: registry.TypeStreamableHTTP, URL: op.URL, Enabled: true,
-		Description: desc, AuthType: registry.AuthNone}
-	conn, err := s.registry.PreviewConnection(ctx, "", registry.PatchFromSpec(sp))
-	if err != nil {
-		return err
+	// Streamable HTTP first, legacy SSE when the server refuses it as a server that only
+	// speaks SSE does (400, 404, 405); a URL ending in /sse the other way round.
+	types := []string{registry.TypeStreamableHTTP, registry.TypeSSE}
+	if p, err := url.Parse(op.URL); err == nil && strings.HasSuffix(strings.TrimRight(p.Path, "/"), "/sse") {
+		types[0], types[1] = types[1], types[0]
 	}
-	// As the pages do: a connection attempt from this host is on record, reached or not.
-	if err := s.registry.AuditTest(ctx, actor, "", conn); err != nil {
-		return err
+	var sp registry.Spec
+	var res mcpclient.TestResult
+	var tried []string
+	for i, typ := range types {
+		sp = registry.Spec{Name: name, Type: typ, URL: op.URL, Enabled: true, Description: desc, AuthType: registry.AuthNone}
+		conn, err := s.registry.PreviewConnection(ctx, "", registry.PatchFromSpec(sp))
+		if err != nil {
+			return err
+		}
+		// As the pages do: a connection attempt from this host is on record, reached or not.
+		if err := s.registry.AuditTest(ctx, actor, "", conn); err != nil {
+			return err
+		}
+		res = s.mcp.Test(ctx, conn)
+		tried = append(tried, transportName(typ)+": "+res.Error)
+		if res.OK || res.Busy || i == len(types)-1 || !otherTransport(res.Error) {
+			break
+		}
 	}
-	res := s.mcp.Test(ctx, conn)
 	if res.Busy {
 		d.State.Flow = nil
 		out.Reply = fmt.Sprintf("Too many connection tests are running right now, so I did not try the server at `%s` and nothing was added. Ask me again in a few seconds.", quoteURL(op.URL))
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: name, Error: res.Error})
 		return nil
 	}
 	if !res.OK {
 		d.State.Flow = nil
 		why := ": " + res.Error + "."
+		if len(tried) > 1 {
+			why = " with either transport (" + strings.Join(tried, "; ") + ")."
+		}
 		if res.TimedOutAfter > 0 { // seed 004's connection-timeout reply
 			why = ". The connection timed out after " + textcheck.DurationWords(res.TimedOutAfter) + "."
 		}
 		out.Reply = fmt.Sprintf("I couldn't connect to the server at `%s`%s Please check that the server is running and accessible, or try again later. Nothing was added.", quoteURL(op.URL), why)
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: op.Name, Error: res.Error})
+		if needsAuth(res.Error) {
+			// The assistant adds servers without credentials (a secret is never taken in
+			// a conversation): the Servers page takes headers and authentication.
+			out.Reply = fmt.Sprintf("The server at `%s` refused the connection without credentials (%s). Add it on the Servers page (/servers/new), "+
+				"where headers and authentication can be set and are stored encrypted. Nothing was added.", quoteURL(op.URL), res.Error)
+		}
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Name: name, Error: res.Error})
 		return nil
 	}
 	sv, err := s.registry.CreateServer(ctx, actor, sp)
@@ -1005,10 +1079,21 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	}
 	out.Actions = append(out.Actions, Action{Kind: string(op.Intent), TargetType: "server", TargetID: sv.ID, Name: sv.Name,
 		Href: "/servers/" + sv.ID, OK: true})
-	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (it offers %d tools). Would you like me to discover available tools on this server?", sv.Name, quoteURL(sv.URL), res.ToolCount)
-	if sv.Name != op.Name && strings.TrimSpace(op.Name) != "" {
-		out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s as %s (server names are lower-case letters, digits and '-'); it offers %d tools. Would you like me to discover available tools on this server?",
-			clip(op.Name, 80), quoteURL(sv.URL), sv.Name, res.ToolCount)
+	// Which transport it was added with, when it is not the usual one or not the one
+	// tried first.
+	via := ""
+	switch {
+	case sv.Type == registry.TypeSSE && types[0] == registry.TypeSSE:
+		via = "connected over legacy SSE, as its URL ends in /sse; "
+	case sv.Type == registry.TypeSSE:
+		via = "connected over legacy SSE, as it refused streamable HTTP; "
+	case types[0] == registry.TypeSSE:
+		via = "connected over streamable HTTP, as it refused legacy SSE; "
+	}
+	out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s (%sit offers %d tools). Would you like me to discover available tools on this server?", sv.Name, quoteURL(sv.URL), via, res.ToolCount)
+	if sv.Name != op.Name && serverName(op.Name) != "" && !op.ByModel {
+		out.Reply = fmt.Sprintf("✅ I've added the %s MCP server at %s as %s (server names are lower-case letters, digits and '-'); %sit offers %d tools. Would you like me to discover available tools on this server?",
+			clip(op.Name, 80), quoteURL(sv.URL), sv.Name, via, res.ToolCount)
 	}
 	// The last list shown is not about this server: "enable all of them" now would act
 	// on it.
@@ -1022,8 +1107,39 @@ func (s *Service) addServer(ctx context.Context, actor audit.Actor, op *Op, d *D
 	return nil
 }
 
+// transportName is a server type as a reply names it.
+func transportName(typ string) string {
+	if typ == registry.TypeSSE {
+		return "legacy SSE"
+	}
+	return "streamable HTTP"
+}
+
+// otherTransport reports whether a connection test's error is an HTTP refusal that the
+// other transport may not get: an SSE-only server answers streamable HTTP's POST with
+// 400, 404 or 405, and a streamable-HTTP-only one SSE's GET likewise. The test result
+// carries the SDK's error text only, which ends in the status's text.
+func otherTransport(msg string) bool {
+	for _, st := range []int{http.StatusBadRequest, http.StatusNotFound, http.StatusMethodNotAllowed} {
+		if strings.HasSuffix(msg, http.StatusText(st)) || strings.Contains(msg, fmt.Sprintf("(HTTP %d", st)) {
+			return true
+		}
+	}
+	return false
+}
+
+// needsAuth reports whether a connection test's error is a 401 or 403.
+func needsAuth(msg string) bool {
+	for _, st := range []int{http.StatusUnauthorized, http.StatusForbidden} {
+		if strings.HasSuffix(msg, http.StatusText(st)) || strings.Contains(msg, fmt.Sprintf("(HTTP %d", st)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Service) serverState(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
-	eachTarget("server", op, cat, out, func(id string) error {
+	s.eachTarget("server", op, cat, out, func(id string) error {
 		if op.Intent == IntentRemoveServer {
 			if nameOf2(cat, id) == registry.BuiltinName {
 				return fault.Conflict("builtin_server", "the built-in server cannot be removed (it can be disabled)")
@@ -1372,7 +1488,7 @@ func (s *Service) test(ctx context.Context, actor audit.Actor, p *auth.Principal
 			return nil
 		}
 		if err != nil {
-			a.OK, a.Error = false, err.Error()
+			a.OK, a.Error = false, errText(err)
 			out.Actions = append(out.Actions, a)
 			lines = append(lines, fmt.Sprintf("❌ %s on %s: its test cases did not run: %s", t.Name, t.Server, err.Error()))
 			continue
@@ -1475,8 +1591,8 @@ func (s *Service) reportFound(ctx context.Context, op *Op, f *discovered, cat *C
 	}
 	if err != nil {
 		d.State.Flow = nil
-		out.Reply = failure(op, err)
-		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: err.Error()})
+		out.Reply = s.failure(op, err)
+		out.Actions = append(out.Actions, Action{Kind: string(op.Intent), Error: errText(err)})
 	}
 }
 
@@ -1556,11 +1672,11 @@ func (s *Service) discoverMany(ctx context.Context, actor audit.Actor, op *Op, c
 			late = append(late, name)
 			a.OK, a.Error = false, errRefreshLate.Error()
 		case notConnected(err):
-			unreached = append(unreached, name+" ("+failureReason(err)+")")
-			a.OK, a.Error = false, err.Error()
+			unreached = append(unreached, name+" ("+s.failureReason(err)+")")
+			a.OK, a.Error = false, errText(err)
 		case err != nil:
-			parts = append(parts, name+": "+failure(op, err))
-			a.OK, a.Error = false, err.Error()
+			parts = append(parts, name+": "+s.failure(op, err))
+			a.OK, a.Error = false, errText(err)
 		default:
 			parts = append(parts, fmt.Sprintf("%s: %d tools (%d new, %d updated)", name, res.Total, res.Added, res.Updated))
 		}
@@ -1695,11 +1811,11 @@ func (s *Service) refreshAll(ctx context.Context, actor audit.Actor, cat *Catalo
 			r.actions = append(r.actions, late)
 		case err != nil:
 			if notConnected(err) {
-				r.unreached = append(r.unreached, sv.Name+" ("+failureReason(err)+")")
+				r.unreached = append(r.unreached, sv.Name+" ("+s.failureReason(err)+")")
 			} else {
-				r.parts = append(r.parts, sv.Name+": "+failure(&Op{}, err))
+				r.parts = append(r.parts, sv.Name+": "+s.failure(&Op{}, err))
 			}
-			r.actions = append(r.actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: err.Error()})
+			r.actions = append(r.actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, Error: errText(err)})
 		default:
 			r.parts = append(r.parts, fmt.Sprintf("%s: %d tools (%d new, %d updated, %d removed)", sv.Name, res.Total, res.Added, res.Updated, res.Removed))
 			r.actions = append(r.actions, Action{Kind: string(IntentRefresh), TargetType: "server", TargetID: sv.ID, Name: sv.Name, OK: true})
@@ -1752,7 +1868,7 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 		out.Reply = "✅ I've " + what + "."
 		return nil
 	}
-	eachTarget("tool", op, cat, out, func(id string) error {
+	s.eachTarget("tool", op, cat, out, func(id string) error {
 		patch := tools.Patch{Reason: "asked the assistant: " + clip(op.Sentence, 200), MayLowerRisk: p.Can(auth.PermToolOverride)}
 		if op.Intent == IntentSetRisk {
 			r := strings.ToLower(op.Risk)
@@ -1776,7 +1892,7 @@ func (s *Service) settings(ctx context.Context, actor audit.Actor, p *auth.Princ
 // own transaction (and audited there): one refused does not undo those done before it,
 // so each is an action as it goes, and the reply says which changed (said, of those)
 // and which did not, and why.
-func eachTarget(kind string, op *Op, cat *Catalogue, out *Reply, apply func(id string) error, said func(ids []string) string) {
+func (s *Service) eachTarget(kind string, op *Op, cat *Catalogue, out *Reply, apply func(id string) error, said func(ids []string) string) {
 	var done, failed []string
 	var firstErr error
 	same := true // every failure for the same reason (a category that does not exist)
@@ -1787,8 +1903,8 @@ func eachTarget(kind string, op *Op, cat *Catalogue, out *Reply, apply func(id s
 				firstErr = err
 			}
 			same = same && err.Error() == firstErr.Error()
-			a.OK, a.Error = false, err.Error()
-			failed = append(failed, label(cat, id)+": "+strings.TrimSuffix(failureReason(err), "."))
+			a.OK, a.Error = false, errText(err)
+			failed = append(failed, label(cat, id)+": "+strings.TrimSuffix(s.failureReason(err), "."))
 		} else {
 			done = append(done, id)
 		}
@@ -1798,7 +1914,7 @@ func eachTarget(kind string, op *Op, cat *Catalogue, out *Reply, apply func(id s
 	case len(failed) == 0:
 		out.Reply = "✅ " + said(done) + "."
 	case len(done) == 0 && same:
-		out.Reply = failure(op, firstErr)
+		out.Reply = s.failure(op, firstErr)
 	default:
 		out.Reply = ""
 		if len(done) > 0 {
@@ -1816,7 +1932,7 @@ const maxFailuresSaid = 8
 
 func (s *Service) permission(ctx context.Context, actor audit.Actor, op *Op, cat *Catalogue, out *Reply) error {
 	can := op.Intent == IntentGrant
-	eachTarget("tool", op, cat, out, func(id string) error {
+	s.eachTarget("tool", op, cat, out, func(id string) error {
 		return s.tools.SetPermission(ctx, actor, id, op.Username, &can)
 	}, func(ids []string) string {
 		if can {
@@ -1837,11 +1953,13 @@ func storedID(p *auth.Principal, convID string) string {
 	return convID
 }
 
-// ownerPrefix is what the ids of p's conversations begin with: "" for a person's own,
-// and a token's own prefix for an API token's (storedID).
-func ownerPrefix(p *auth.Principal) string {
+// capPrefix is what the ids of the conversations capped together with p's begin with:
+// "" for a person's own, and "~" for all of the person's API tokens together. Each
+// token's apart would let a person keep any number by creating, using and revoking
+// tokens (a revoked token's conversations stay until they are 90 days old).
+func capPrefix(p *auth.Principal) string {
 	if p.Kind == audit.ActorToken {
-		return storedID(p, "")
+		return "~"
 	}
 	return ""
 }
@@ -1888,14 +2006,14 @@ func (s *Service) withConversation(ctx context.Context, p *auth.Principal, convI
 		var st State
 		_ = json.Unmarshal(raw, &st) // a state an older version wrote starts afresh
 		return fn(&st, func(msg string, out Reply) error {
-			return saveTurn(kept, tx, p.User.ID, id, ownerPrefix(p), msg, st, out)
+			return saveTurn(kept, tx, p.User.ID, id, capPrefix(p), msg, st, out)
 		})
 	})
 }
 
 // A conversation keeps its newest maxMessagesKept messages (the page shows 100, and
 // nothing reads older ones: a turn's context is its state); a person keeps their
-// maxConversations most recently used, and a token of theirs as many apart. Without
+// maxConversations most recently used, and their API tokens together as many apart. Without
 // them, one conversation kept in use, or a loop starting new ones, grows without end.
 const (
 	maxMessagesKept  = 200
@@ -1903,8 +2021,8 @@ const (
 )
 
 // saveTurn stores the new state and both messages, and trims the conversation and the
-// conversations of its owner to the bounds above: the person's own (prefix ""), or one
-// API token's (prefix storedID(p, ""), "~<token id>~"), each kept apart.
+// conversations of its owner to the bounds above: the person's own (prefix ""), or all
+// of the person's API tokens' together (prefix "~", capPrefix).
 func saveTurn(ctx context.Context, q db.Querier, userID, id, prefix, msg string, st State, out Reply) error {
 	state, err := json.Marshal(st)
 	if err != nil {
@@ -1931,8 +2049,8 @@ func saveTurn(ctx context.Context, q db.Querier, userID, id, prefix, msg string,
 	// Conversations another turn has locked are skipped, not waited on (two turns each
 	// waiting on the other's would deadlock); a conversation in use is among the newest
 	// once saved anyway.
-	// A token's conversations are compared by the whole of its prefix (its id may hold
-	// LIKE's wildcards), so one token's loop does not trim another's or the person's.
+	// The prefix is compared whole, not with LIKE: a token's loop trims its person's
+	// other tokens' conversations (they are capped together), never the person's own.
 	if _, err := q.Exec(ctx, `/* assistant.save.cap */ DELETE FROM assistant_conversations
 		WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations
 			WHERE (user_id, id) IN (SELECT user_id, id FROM assistant_conversations

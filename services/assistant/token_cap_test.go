@@ -9,10 +9,11 @@ import (
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
 )
 
-// Each API token of a person keeps its maxConversations apart, as the person does: one
-// token starting conversations in a loop trimmed another token's (all of a person's
-// tokens shared one pool), whatever its id holds ("_" and "%" are LIKE's wildcards).
-func TestTokenConversationsCappedApart(t *testing.T) {
+// A person's API tokens keep maxConversations together, apart from the person's own:
+// capped token by token, a person kept any number by creating, using and revoking tokens
+// (a revoked token's conversations stay until they are 90 days old). Neither pool trims
+// the other, whatever a token's id holds ("_" and "%" are LIKE's wildcards).
+func TestTokenConversationsCappedTogether(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	ctx := t.Context()
@@ -29,33 +30,43 @@ func TestTokenConversationsCappedApart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	exists := func(p *auth.Principal, conv string) bool {
+	count := func(where string) int {
+		t.Helper()
 		var n int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM assistant_conversations WHERE user_id = $1 AND id = $2`, ann, storedID(p, conv)).Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM assistant_conversations WHERE user_id = $1 AND `+where, ann).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		return n == 1
+		return n
 	}
 	person := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorUser}
-	quiet := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "a_b"}
-	other := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "a%"}
-	busy := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "axb"}
-	turn(person, "mine")
-	turn(quiet, "kept")
-	turn(other, "kept")
-	for i := range maxConversations + 5 {
-		turn(busy, fmt.Sprintf("loop-%d", i))
+	tokens := []*auth.Principal{
+		{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "a_b"},
+		{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "a%"},
+		{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: "axb"},
 	}
-	for _, c := range []struct {
-		p    *auth.Principal
-		conv string
-	}{{person, "mine"}, {quiet, "kept"}, {other, "kept"}} {
-		if !exists(c.p, c.conv) {
-			t.Errorf("%s's conversation %q was trimmed by another token's loop", storedID(c.p, ""), c.conv)
+	for i := range maxConversations {
+		turn(person, fmt.Sprintf("mine-%d", i))
+	}
+	// Three tokens (one created, used and revoked after another) each write past the cap.
+	for _, tk := range tokens {
+		for i := range maxConversations + 5 {
+			turn(tk, fmt.Sprintf("loop-%d", i))
 		}
 	}
-	var n int
-	if err := pool.QueryRow(ctx, `SELECT count(*) FROM assistant_conversations WHERE user_id = $1 AND left(id, 5) = '~axb~'`, ann).Scan(&n); err != nil || n != maxConversations {
-		t.Errorf("the looping token keeps %d conversations (%v), want %d", n, err, maxConversations)
+	if n := count(`left(id, 1) = '~'`); n > maxConversations {
+		t.Errorf("the person's tokens keep %d conversations together, want at most %d", n, maxConversations)
+	}
+	if n := count(`left(id, 5) = '~axb~'`); n != maxConversations {
+		t.Errorf("the last token keeps %d conversations, want its newest %d", n, maxConversations)
+	}
+	if n := count(`left(id, 1) <> '~'`); n != maxConversations {
+		t.Errorf("the person's own conversations are %d after their tokens' loops, want %d", n, maxConversations)
+	}
+	// And the person's own loop trims none of the tokens'.
+	for i := range 5 {
+		turn(person, fmt.Sprintf("more-%d", i))
+	}
+	if n := count(`left(id, 1) = '~'`); n != maxConversations {
+		t.Errorf("the tokens' conversations are %d after the person's loop, want %d", n, maxConversations)
 	}
 }
