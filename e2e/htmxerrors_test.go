@@ -18,7 +18,7 @@ import (
 const toastTexts = `[...document.querySelectorAll("[data-testid=toast]")].map(t => t.textContent).join("\n")`
 
 // TestBrowserRefusedRequestSaysSo: an administrator's role changes while a tool's
-// access page is open; saving a rule is then refused (403, an error page htmx does not
+// access page is open with a rule typed; saving it is then refused (403, an error page htmx does not
 // swap), and a toast says so with the error page's own words, once, instead of the
 // button doing nothing.
 func TestBrowserRefusedRequestSaysSo(t *testing.T) {
@@ -30,11 +30,14 @@ func TestBrowserRefusedRequestSaysSo(t *testing.T) {
 	b.login(srv, "mia", pw)
 	b.do("open the tool's access", chromedp.Navigate(srv.URL+"/tools/"+srv.ToolID(t, "ev__echo")+"/access"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=access-form]`)))
+	// Typed before the change: a page with something typed on it is not reloaded under
+	// the person when their role changes (it says it is out of date), so the form stays.
+	b.do("type a rule", chromedp.SendKeys(chromedp.CSS(`[data-testid=access-username]`), "admin"))
 	if _, err := srv.Auth.SetRole(context.Background(), audit.System, mia.ID, auth.RoleToolManager); err != nil {
 		t.Fatal(err)
 	}
-	b.do("add a rule", chromedp.SendKeys(chromedp.CSS(`[data-testid=access-username]`), "admin"),
-		chromedp.Click(chromedp.CSS(`[data-testid=access-form] button[type=submit]`)))
+	b.waitJS("the page says its role changed", `!!document.querySelector("#toasts [data-role-changed]")`)
+	b.do("add the rule", chromedp.Click(chromedp.CSS(`[data-testid=access-form] button[type=submit]`)))
 	b.waitJS("a toast says the request was refused", toastTexts+`.includes("403")`)
 	got := eval[string](b, toastTexts)
 	if n := strings.Count(got, "403"); n != 1 {

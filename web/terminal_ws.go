@@ -146,11 +146,13 @@ func (h *hub) runTerminal(parent context.Context, conn *websocket.Conn, p *auth.
 	}()
 
 	// An event about this person (disabled, signed out, role changed, a token revoked)
-	// checks the session at once, not at the next tick: a terminal takes keys.
+	// checks the session at once, not at the next tick: a terminal takes keys. The
+	// watch runs under the bus's lock for every terminal open: whom the event is about
+	// is decoded once for all of them and /ws (hub.aboutUser).
 	about := make(chan struct{}, 1)
 	if h.bus != nil {
 		w := h.bus.Watch(func(ev events.Event) {
-			if !events.SessionStarted.Is(ev) && aboutUser(ev, p.User.ID) {
+			if !events.SessionStarted.Is(ev) && h.aboutUser(ev, p.User.ID) {
 				gate.due()
 				select {
 				case about <- struct{}{}:

@@ -498,14 +498,12 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 	// A change to this person between the handshake and the subscription (signed out,
 	// disabled, demoted) may be older than the page's cursor, or left out of a replay too
 	// long to send: check once now.
-	{
-		var ok bool
-		// As strict as the check before an event about the person: the change it looks
-		// for may come in no event this socket sends, so a database that does not answer
-		// closes the socket (1013) rather than let it stream until the periodic check.
-		if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
-			return
-		}
+	//
+	// As strict as the check before an event about the person: the change it looks for
+	// may come in no event this socket sends, so a database that does not answer closes
+	// the socket (1013) rather than let it stream until the periodic check.
+	if !h.recheck(ctx, conn, p, true, &recheckFailures) {
+		return
 	}
 	// The replay reads the sessions topic too: a change to this person committed after
 	// the check above is then re-checked (deliver) before the events that follow it,
@@ -584,8 +582,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 		// A change to this person is checked even when the replay already moved the
 		// cursor past it: it may have come between the first check and the replay.
 		if ev.ID > checkedThrough && ev.Topic == auth.SessionsTopic && !events.SessionStarted.Is(ev) && h.aboutUser(ev, p.User.ID) {
-			var ok bool
-			if p, ok = h.recheck(ctx, conn, p, topics, true, &recheckFailures); !ok {
+			if !h.recheck(ctx, conn, p, true, &recheckFailures) {
 				return false
 			}
 			checkedThrough = seen
@@ -796,8 +793,7 @@ func (h *hub) run(parent context.Context, conn *websocket.Conn, p *auth.Principa
 				}
 			}
 			if !now.Before(nextRecheck) {
-				var ok bool
-				if p, ok = h.recheck(ctx, conn, p, topics, false, &recheckFailures); !ok {
+				if !h.recheck(ctx, conn, p, false, &recheckFailures) {
 					return
 				}
 				nextRecheck = recheckAt(time.Now(), h.recheckEvery(), p)
@@ -921,44 +917,38 @@ func (h *hub) recheckEvery() time.Duration {
 }
 
 // recheck re-reads the caller's session and role. A session that ended closes the
-// socket for good (4401: the page goes to sign-in); a role that no longer allows one of
-// the topics closes it with 1012 (closeRoleChanged), so a client subscribes again and
-// the server grants only what the new role allows, and the page reloads (app.js). It
-// returns the refreshed principal.
+// socket for good (4401: the page goes to sign-in); a role changed either way closes it
+// with 1012 (closeRoleChanged), so a client subscribes again and the server grants only
+// what the new role allows, and the page reloads (app.js): its controls are the old
+// role's (an admin demoted to tool_manager kept the admin's buttons), whatever topics
+// the new one may still follow. It reports whether the socket stays open.
 // When the database cannot answer, the person is not signed out: a strict check (the
 // first, and the one before an event about the caller, which must not go out
 // unchecked) closes the socket with 1013, so the page reconnects and its handshake
 // authenticates again; the periodic check does so after wsRecheckFailures failures in
 // a row (one blip keeps the socket, but a session nobody can check does not keep
 // receiving events).
-func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, topics []string, strict bool, failures *int) (*auth.Principal, bool) {
+func (h *hub) recheck(ctx context.Context, conn *websocket.Conn, p *auth.Principal, strict bool, failures *int) bool {
 	h.rechecks.Add(1)
 	role, err := h.deps.Auth.CurrentRole(ctx, p)
 	switch {
 	case errors.Is(err, auth.ErrNoLongerValid):
 		h.closeWith(conn, closeSessionEnded, "session ended")
-		return p, false
+		return false
 	case err != nil:
 		h.log.Warn("ws: re-check the session", "err", err)
 		if *failures++; strict || *failures >= wsRecheckFailures {
 			h.closeWith(conn, closeTryAgainLater, "try again")
-			return p, false
+			return false
 		}
-		return p, true
+		return true
 	}
 	*failures = 0
-	if role == p.User.Role {
-		return p, true
+	if role != p.User.Role {
+		h.closeWith(conn, closeServiceRestart, closeRoleChanged)
+		return false
 	}
-	np := *p
-	np.User.Role = role
-	for _, t := range topics {
-		if !h.live.MayFollow(&np, t) {
-			h.closeWith(conn, closeServiceRestart, closeRoleChanged)
-			return p, false
-		}
-	}
-	return &np, true
+	return true
 }
 
 // replayOf reads the events a socket missed since last, in id order: of the sampled
@@ -1035,12 +1025,6 @@ func (h *hub) replayThrough(ctx context.Context, last, bound int64, topics, subs
 // execution's, which app's prune keeps as the execution's log (events.Prune's keep).
 func prunable(t string) bool { return !strings.HasPrefix(t, executions.TopicOf("")) }
 
-// aboutUser reports whether a sessions-topic event concerns the given user.
-func aboutUser(ev events.Event, userID string) bool {
-	user, ok := sessionUserOf(ev)
-	return ok && user == userID
-}
-
 // sessionUserOf is whom a sessions-topic event is about; false when its payload does
 // not decode.
 func sessionUserOf(ev events.Event) (string, bool) {
@@ -1051,7 +1035,8 @@ func sessionUserOf(ev events.Event) (string, bool) {
 	return se.UserID, true
 }
 
-// aboutUser is aboutUser, decoding each event once for all the hub's sockets.
+// aboutUser reports whether a sessions-topic event concerns the given user, decoding
+// each event once for all the hub's sockets (/ws and the terminals').
 func (h *hub) aboutUser(ev events.Event, userID string) bool {
 	user, ok := h.sessionUsers.of(ev)
 	return ok && user == userID

@@ -55,8 +55,9 @@ type Bus struct {
 	byTopic   map[string]map[*Subscription]struct{}
 	all       map[*Subscription]struct{}
 	lastID    int64
-	primed    bool   // lastID was set when the bus first listened: a reconnect catches up from it
-	restarts  uint64 // how many times the bus started over (rewound): a check that raced one does not repeat it
+	lastAt    time.Time // event lastID's created_at (zero: none): its identity, as its id may be handed out again (rewound)
+	primed    bool      // lastID was set when the bus first listened: a reconnect catches up from it
+	restarts  uint64    // how many times the bus started over (rewound): a check that raced one does not repeat it
 	listening bool
 	stopped   bool      // Run ended: nothing is delivered any more
 	since     time.Time // when listening last changed (NewBus: since when it has not listened)
@@ -149,7 +150,8 @@ func syncLocal(ctx context.Context, b db.TxBeginner, id int64) {
 		// Not behind: delivered already (its NOTIFY's catch-up came first), or the ids went
 		// back and the listener has not noticed yet. Telling the two apart would cost a
 		// query after every such commit, on calls' paths: the listener notices (the
-		// NOTIFY out of order, its reconnect, its quiet check) within moments.
+		// NOTIFY out of order, its reconnect, its quiet check) within moments. Behind, the
+		// catch-up checks that the last event delivered is still there (catchUp).
 		if !behind {
 			continue
 		}
@@ -380,13 +382,13 @@ func (b *Bus) listen(ctx context.Context, onReady func()) error {
 	b.mu.Unlock()
 	if first {
 		// Events from before the bus first listened are history, not news.
-		id, err := LatestID(ctx, b.pool)
+		st, err := b.state(ctx, 0)
 		if err != nil {
 			return err
 		}
 		b.mu.Lock()
 		if !b.primed {
-			b.lastID, b.primed = max(b.lastID, id), true
+			b.lastID, b.lastAt, b.primed = st.latest, st.latestAt, true
 		}
 		b.mu.Unlock()
 	} else if _, err := b.rewound(ctx); err != nil {
@@ -492,17 +494,21 @@ func (b *Bus) setListening(on bool) {
 // directly, and the bus skips their NOTIFY instead of reading them back (other
 // replicas read them as usual). That read is most of what an event costs.
 func (b *Bus) PublishBatch(ctx context.Context, tx pgx.Tx, drafts []Draft) (*Published, error) {
-	evs, err := publishBatch(ctx, tx, drafts, b.origin)
+	evs, prevAt, err := publishBatch(ctx, tx, drafts, b.origin)
 	if err != nil || len(evs) == 0 {
 		return nil, err
 	}
-	return &Published{bus: b, evs: evs}, nil
+	return &Published{bus: b, evs: evs, prevAt: prevAt}, nil
 }
 
 // Published are events written by Bus.PublishBatch in a transaction.
 type Published struct {
 	bus *Bus
 	evs []Event
+	// prevAt is the created_at of the event just before the first (nil: none, or not
+	// visible to the insert): Deliver hands the events out directly only when that is
+	// the last one the bus delivered, not an event of the same id lost since.
+	prevAt *time.Time
 }
 
 // Deliver fans the events out; call it once the transaction ended, with the commit's
@@ -521,7 +527,10 @@ func (p *Published) Deliver(commitErr error) {
 		b.mu.Unlock()
 		return
 	}
-	next := commitErr == nil
+	// Following the last one delivered means following that very event: after the
+	// database lost its newest commits, the ids up to lastID are handed out again, and
+	// events that follow their id alone would skip those re-issued in between.
+	next := commitErr == nil && (b.lastID == 0 || p.prevAt != nil && p.prevAt.Equal(b.lastAt))
 	for i, ev := range p.evs {
 		next = next && ev.ID == b.lastID+1+int64(i)
 	}
@@ -551,24 +560,59 @@ func (p *Published) Deliver(commitErr error) {
 }
 
 // catchUp fetches every event after the last one dispatched and fans them out. Several
-// notifications that arrive together are served by one query.
+// notifications that arrive together are served by one query. It reads the last one
+// dispatched too, and starts over (rewound) when that is gone or another event: its id
+// was handed out again, and the events after it are not those that followed it.
 func (b *Bus) catchUp(ctx context.Context) error {
+	const batch = 500
 	for {
 		b.mu.Lock()
-		after := b.lastID
+		after, at := b.lastID, b.lastAt
 		b.mu.Unlock()
-		evs, err := Since(ctx, b.pool, after, nil, 500)
+		evs, anchor, err := b.after(ctx, after, batch)
 		if err != nil {
 			return err
+		}
+		if after > 0 && !at.IsZero() && (anchor == nil || !anchor.Equal(at)) {
+			// Gone (lost, or pruned as the bus fell behind) or not the same event.
+			back, err := b.rewound(ctx)
+			if err != nil {
+				return err
+			}
+			if back {
+				continue // from the newest id, as the Reset says
+			}
 		}
 		if len(evs) == 0 {
 			return nil
 		}
 		b.dispatch(evs)
-		if len(evs) < 500 {
+		if len(evs) < batch {
 			return nil
 		}
 	}
+}
+
+// after reads up to limit events after id, oldest first, and the created_at of event id
+// itself (nil when there is none): one range of the primary key, so checking the
+// last event dispatched costs the catch-up nothing.
+func (b *Bus) after(ctx context.Context, id int64, limit int) ([]Event, *time.Time, error) {
+	rows, err := b.pool.Query(ctx, `/* events.Bus.after */
+		SELECT id, topic, kind, CASE WHEN id = $1 THEN 'null' ELSE payload END AS payload, created_at
+		FROM events WHERE id >= $1 ORDER BY id LIMIT $2`, id, limit+1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("events: after %d: %w", id, err)
+	}
+	evs, err := pgx.CollectRows(rows, pgx.RowToStructByName[Event])
+	if err != nil {
+		return nil, nil, fmt.Errorf("events: after %d: %w", id, err)
+	}
+	var anchor *time.Time
+	if len(evs) > 0 && evs[0].ID == id {
+		anchor = &evs[0].CreatedAt
+		evs = evs[1:]
+	}
+	return evs[:min(len(evs), limit)], anchor, nil
 }
 
 // Reset is the Kind of the event a bus hands every watch, whatever its topics, when it
@@ -581,20 +625,31 @@ func (b *Bus) catchUp(ctx context.Context) error {
 // not in the catalogue; its ID is the newest id in the table, delivery resumes after it.
 const Reset = "events.reset"
 
-// rewound starts the bus over when the newest event id in the table is below the last
-// one dispatched (see Reset): it moves lastID back to it, so the catch-up and NOTIFYs
-// deliver the ids handed out again, hands every watch a Reset and drops every
-// subscription. It reports whether it did. A dispatched event had committed before
-// lastID was read, so a table without it, as newest, lost it; pruning keeps the newest.
+// rewound starts the bus over when the database lost the last event dispatched (see
+// Reset): the newest id in the table is below it, or the row of its id is gone or is
+// another event (an older created_at or a newer one: new commits took the id again
+// before the bus looked). It moves lastID to the newest id, so the catch-up and NOTIFYs
+// deliver what comes after, hands every watch a Reset and drops every subscription. It
+// reports whether it did. A dispatched event had committed before lastID was read, so a
+// table without it lost it, unless pruning deleted it (its id is at most the newest
+// pruned; pruning keeps the newest).
 func (b *Bus) rewound(ctx context.Context) (bool, error) {
 	b.mu.Lock()
-	seen, restarts := b.lastID, b.restarts
+	seen, at, restarts := b.lastID, b.lastAt, b.restarts
 	b.mu.Unlock()
-	latest, err := LatestID(ctx, b.pool)
+	st, err := b.state(ctx, seen)
 	if err != nil {
 		return false, err
 	}
-	if latest >= seen {
+	lost := st.latest < seen
+	if !lost && seen > 0 && !at.IsZero() {
+		if st.seenAt == nil {
+			lost = seen > st.pruned
+		} else {
+			lost = !st.seenAt.Equal(at)
+		}
+	}
+	if !lost {
 		return false, nil
 	}
 	b.mu.Lock()
@@ -602,9 +657,10 @@ func (b *Bus) rewound(ctx context.Context) (bool, error) {
 	if b.restarts != restarts || !b.primed || b.stopped {
 		return false, nil // another check started over meanwhile (or the bus is done)
 	}
-	b.log.Warn("events: the newest event id went back (the database lost its newest commits or was restored); watches and subscriptions start over",
-		"newest", latest, "delivered", b.lastID)
-	b.lastID = latest
+	b.log.Warn("events: the last event delivered is gone (the database lost its newest commits or was restored); watches and subscriptions start over",
+		"newest", st.latest, "delivered", b.lastID)
+	latest := st.latest
+	b.lastID, b.lastAt = latest, st.latestAt
 	b.restarts++
 	ev := Event{ID: latest, Kind: Reset, Payload: json.RawMessage(`{}`), CreatedAt: time.Now()}
 	for s := range b.subs {
@@ -618,6 +674,32 @@ func (b *Bus) rewound(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// busState is what rewound reads in one statement.
+type busState struct {
+	latest   int64      // the newest event id (0: none)
+	latestAt time.Time  // its created_at
+	seenAt   *time.Time // the created_at of the event asked about (nil: no such row)
+	pruned   int64      // the newest id pruned (PrunedThrough)
+}
+
+// state reads the newest event, the created_at of event seen and the newest id pruned.
+func (b *Bus) state(ctx context.Context, seen int64) (busState, error) {
+	var st busState
+	var latestAt *time.Time
+	err := b.pool.QueryRow(ctx, `/* events.Bus.state */
+		WITH newest AS (SELECT id, created_at FROM events ORDER BY id DESC LIMIT 1)
+		SELECT coalesce((SELECT id FROM newest), 0), (SELECT created_at FROM newest),
+			(SELECT created_at FROM events WHERE id = $1),
+			coalesce((SELECT through_id FROM events_pruned), 0)`, seen).Scan(&st.latest, &latestAt, &st.seenAt, &st.pruned)
+	if err != nil {
+		return busState{}, fmt.Errorf("events: newest event: %w", err)
+	}
+	if latestAt != nil {
+		st.latestAt = *latestAt
+	}
+	return st, nil
+}
+
 func (b *Bus) dispatch(evs []Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -629,7 +711,7 @@ func (b *Bus) dispatchLocked(evs []Event) {
 		if ev.ID <= b.lastID {
 			continue
 		}
-		b.lastID = ev.ID
+		b.lastID, b.lastAt = ev.ID, ev.CreatedAt
 		for _, set := range [2]map[*Subscription]struct{}{b.byTopic[ev.Topic], b.all} {
 			for s := range set {
 				if s.closed {

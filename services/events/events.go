@@ -73,30 +73,33 @@ type Draft struct {
 // NOTIFY (the bus reads everything after the last id it saw, so one wake-up is enough).
 // It returns the events as they will read once tx commits.
 func PublishBatch(ctx context.Context, q pgx.Tx, drafts []Draft) ([]Event, error) {
-	return publishBatch(ctx, q, drafts, "")
+	evs, _, err := publishBatch(ctx, q, drafts, "")
+	return evs, err
 }
 
-// publishBatch is PublishBatch with the origin its NOTIFY carries after the id.
-func publishBatch(ctx context.Context, q pgx.Tx, drafts []Draft, origin string) ([]Event, error) {
+// publishBatch is PublishBatch with the origin its NOTIFY carries after the id. It also
+// returns the created_at of the event just before the first (nil when there is none).
+func publishBatch(ctx context.Context, q pgx.Tx, drafts []Draft, origin string) ([]Event, *time.Time, error) {
 	if len(drafts) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	topics, kinds, payloads, err := Encode(drafts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := db.LockJournal(ctx, q); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sql, args := insertQuery(topics, kinds, payloads, origin)
 	rows, err := q.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+		return nil, nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
 	}
 	evs := make([]Event, 0, len(drafts))
 	var id int64
 	var at time.Time
-	_, err = pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+	var prevAt *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&id, &at, &prevAt}, func() error {
 		i := len(evs)
 		if i >= len(drafts) {
 			return fmt.Errorf("events: publish returned more rows than events")
@@ -105,17 +108,20 @@ func publishBatch(ctx context.Context, q pgx.Tx, drafts []Draft, origin string) 
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
+		return nil, nil, fmt.Errorf("events: publish %d events: %w", len(drafts), err)
 	}
 	if origin == "" && len(evs) > 0 {
 		last := evs[len(evs)-1].ID
 		db.AfterCommit(q, func(ctx context.Context, b db.TxBeginner) { syncLocal(ctx, b, last) })
 	}
-	return evs, nil
+	return evs, prevAt, nil
 }
 
 // insertQuery is PublishBatch's statement. It returns each event's id and created_at in
-// the order of the drafts: ids are drawn after the sort, so they follow it.
+// the order of the drafts: ids are drawn after the sort, so they follow it. The third
+// column is the created_at of the event before the first (Published.prevAt): under
+// the journal lock the one before has committed (or rolled back, leaving a gap), so a
+// statement's snapshot (read committed) sees it; one primary-key lookup.
 func insertQuery(topics, kinds, payloads []string, origin string) (string, []any) {
 	return `/* events.PublishBatch */
 		WITH ins AS (
@@ -127,7 +133,8 @@ func insertQuery(topics, kinds, payloads []string, origin string) (string, []any
 		), announce AS (
 			SELECT pg_notify('` + Channel + `', concat_ws(' ', max(id), nullif($4, ''))) FROM ins
 		)
-		SELECT id, created_at FROM ins, announce ORDER BY id`, []any{topics, kinds, payloads, origin}
+		SELECT id, created_at, (SELECT e.created_at FROM events e WHERE e.id = (SELECT min(id) FROM ins) - 1)
+		FROM ins, announce ORDER BY id`, []any{topics, kinds, payloads, origin}
 }
 
 // Encode turns drafts into insertQuery's columns.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/sync/singleflight"
@@ -57,13 +58,16 @@ func (res resolution) addOperation(args map[string]json.RawMessage) bool {
 // cache is the in-memory snapshot of resolved names and compiled schemas. Events that
 // change tools, servers or permissions clear it; a load that started before a clear
 // is not stored (gen), so a stale read cannot outlive the event that made it stale.
+// Entries also expire after ttl: should an event never arrive (the database lost it),
+// a tool an admin disabled is refused within that, not served until the next change.
 type cache struct {
 	enabled bool
+	ttl     time.Duration
 
 	mu    sync.RWMutex
 	gen   uint64
-	refs  map[string]resolution
-	perms map[string]map[string]bool // user id → tool id → may use
+	refs  map[string]keptRef
+	perms map[string]keptPerms // by user id
 
 	// Compiled schemas, kept across clears: a definition hash names one schema forever.
 	// smu guards only the map, never a compile (compiling one large schema must not hold
@@ -76,6 +80,20 @@ type cache struct {
 	maxCount int                  // bound on len(schemas)
 	flights  singleflight.Group
 	compile  func(json.RawMessage) (*jsonschema.Schema, error)
+}
+
+// resolveTTL is how long a resolved name or a user's permissions are kept, as long as
+// the token cache keeps a token (auth): a backstop for lost events.
+const resolveTTL = 30 * time.Second
+
+type keptRef struct {
+	res resolution
+	at  time.Time
+}
+
+type keptPerms struct {
+	may map[string]bool // tool id → may use
+	at  time.Time
 }
 
 type compiled struct {
@@ -93,7 +111,7 @@ const (
 
 func newCache(enabled bool) *cache {
 	return &cache{
-		enabled: enabled, refs: map[string]resolution{}, perms: map[string]map[string]bool{},
+		enabled: enabled, ttl: resolveTTL, refs: map[string]keptRef{}, perms: map[string]keptPerms{},
 		schemas: map[string]*compiled{}, maxBytes: schemaCacheBytes, maxCount: schemaCacheCount,
 		compile: schema.CompileSchema,
 	}
@@ -102,16 +120,16 @@ func newCache(enabled bool) *cache {
 func (c *cache) clear() {
 	c.mu.Lock()
 	c.gen++
-	c.refs = map[string]resolution{}
-	c.perms = map[string]map[string]bool{}
+	c.refs = map[string]keptRef{}
+	c.perms = map[string]keptPerms{}
 	c.mu.Unlock()
 }
 
 func (c *cache) lookup(ref string) (resolution, uint64, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	r, ok := c.refs[ref]
-	return r, c.gen, ok && c.enabled
+	k, ok := c.refs[ref]
+	return k.res, c.gen, ok && c.enabled && time.Since(k.at) < c.ttl
 }
 
 func (c *cache) store(gen uint64, ref string, r resolution) {
@@ -122,9 +140,9 @@ func (c *cache) store(gen uint64, ref string, r resolution) {
 	defer c.mu.Unlock()
 	if c.gen == gen {
 		if len(c.refs) > 20_000 {
-			c.refs = map[string]resolution{} // bounded: names callers invent cannot grow it forever
+			c.refs = map[string]keptRef{} // bounded: names callers invent cannot grow it forever
 		}
-		c.refs[ref] = r
+		c.refs[ref] = keptRef{res: r, at: time.Now()}
 	}
 }
 
@@ -378,10 +396,11 @@ func (r *Router) mayUse(ctx context.Context, userID, toolID string, roleCan bool
 		return roleCan, nil
 	}
 	r.cache.mu.RLock()
-	perms, ok := r.cache.perms[userID]
+	kept, ok := r.cache.perms[userID]
 	gen := r.cache.gen
 	r.cache.mu.RUnlock()
-	if !ok || !r.cache.enabled {
+	perms := kept.may
+	if !ok || !r.cache.enabled || time.Since(kept.at) >= r.cache.ttl {
 		var err error
 		if perms, err = r.tools.UsePermissions(ctx, userID); err != nil {
 			return false, err
@@ -389,7 +408,7 @@ func (r *Router) mayUse(ctx context.Context, userID, toolID string, roleCan bool
 		if r.cache.enabled {
 			r.cache.mu.Lock()
 			if r.cache.gen == gen {
-				r.cache.perms[userID] = perms
+				r.cache.perms[userID] = keptPerms{may: perms, at: time.Now()}
 			}
 			r.cache.mu.Unlock()
 		}
