@@ -647,6 +647,22 @@ func TestStderrMaskedBeforeCut(t *testing.T) {
 	}
 }
 
+// A last line the old process left unfinished is masked with the old secrets when the
+// server's settings change (the new masker does not know them), and the next process's
+// first line starts a line of its own.
+func TestStderrPartialLineMaskedAcrossSettings(t *testing.T) {
+	const old = "sk-old-abcdefghijklmnop"
+	b := newLineBuffer(10, 200)
+	b.setRedact(func(s string) string { return strings.ReplaceAll(s, old, "***") })
+	_, _ = b.Write([]byte("bad key " + old))
+	b.setRedact(func(s string) string { return strings.ReplaceAll(s, "sk-new-abcdefghijklmnop", "***") })
+	_, _ = b.Write([]byte("started\n"))
+	got := b.Lines()
+	if len(got) != 2 || got[0] != "bad key ***" || got[1] != "started" {
+		t.Fatalf("lines: %q; want the old line masked with the old secret, and the new process's own", got)
+	}
+}
+
 // A message nested deeper than the SDK decodes is dropped as one it cannot read; one
 // at the SDK's depth passes.
 func TestReadersDropTooDeep(t *testing.T) {

@@ -321,9 +321,17 @@ func newLineBuffer(maxLines, maxLine int) *lineBuffer {
 	return &lineBuffer{maxLines: maxLines, maxLine: maxLine}
 }
 
+// setRedact masks what is written from now on with f. An unfinished last line (the
+// old process wrote no newline) is finished first, masked as before: the new masker
+// may not know the old secrets it holds, and the next process's first line must not
+// be glued onto it.
 func (b *lineBuffer) setRedact(f func(string) string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.partial) > 0 {
+		b.push(string(b.partial))
+		b.partial = b.partial[:0]
+	}
 	b.redact = f
 }
 
