@@ -160,7 +160,10 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 		// disabled the tool meanwhile is not undone, nor the tool enabled again by policy.
 		// A risk override below what the new annotations give, when they give more than the
 		// old ones did, goes: it was chosen for the old definition, as an approval pinned
-		// to its hash was (o is the row as it was). A mere rewording keeps it, and so do
+		// to its hash was (o is the row as it was). "More" is compared on what the
+		// annotations claim, before an untrusted server's floor: there a read-only tool
+		// that became a writing one rates medium both times, yet the low it was given
+		// rested on the read-only claim it no longer makes. A mere rewording keeps it, and so do
 		// the built-in tools (their operations rate themselves once the level goes). So does
 		// a template tool whose behaviour changed (its spec hash, template.SpecMeta: a GET
 		// made a DELETE), though its annotations did not.
@@ -176,8 +179,8 @@ func StoreDiscovery(ctx context.Context, tx pgx.Tx, serverID string, w Discovery
 					risk_override = CASE WHEN `+dropRisk+` THEN NULL ELSE t.risk_override END,
 					configuration_version = CASE WHEN `+dropRisk+` THEN t.configuration_version + 1 ELSE t.configuration_version END
 				FROM (SELECT u.*, o.risk_override AS old_risk, `+risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted")+` AS derived,
-						s.server_type <> 'builtin' AND `+riskRank(risk.SQL("NULL::text", "u.annotations::jsonb", "s.trusted"))+`
-							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "s.trusted"))+`
+						s.server_type <> 'builtin' AND `+riskRank(risk.SQL("NULL::text", "u.annotations::jsonb", "true"))+`
+							> `+riskRank(risk.SQL("NULL::text", "o.annotations", "true"))+`
 						OR (o.definition`+spec+`) IS NOT NULL AND (o.definition`+spec+`) IS DISTINCT FROM (u.definition::jsonb`+spec+`) AS reassess
 					FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
 						$9::int[], $10::int[], $11::text[], $12::text[], $13::text[])
