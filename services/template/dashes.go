@@ -169,8 +169,14 @@ func (cc *codeCheck) checkXargsOptions(argv []Text) {
 	}
 	if via.replace == "" {
 		if d.end < 0 && !d.echo {
-			cc.report(-1, "stdin goes to xargs, which adds its words after the items of %s, where a word starting with '-' would be read as an option (tar's --checkpoint-action=exec=… runs a command), so stdin cannot have placeholders there: end argv with a literal -- item that %s reads, before the words xargs adds: [xargs, %s, …, --] (with sh -c the -- can be $0: [xargs, sh, -c, 'for p; do grep -e \"$p\" log; done', --])%s",
-				prog, prog, prog, d.launched())
+			// The example shows where prog's own items are: right after xargs, or after
+			// the program whose -- it follows (perl -w -- /s.pl: the script's).
+			example := "[xargs, " + prog + ", …, --]"
+			if d.after != "" {
+				example = "[xargs, " + d.after + ", …, " + prog + ", …, --]"
+			}
+			cc.report(-1, "stdin goes to xargs, which adds its words after the items of %s, where a word starting with '-' would be read as an option (tar's --checkpoint-action=exec=… runs a command), so stdin cannot have placeholders there: end argv with a literal -- item that %s reads, before the words xargs adds: %s (with sh -c the -- can be $0: [xargs, sh, -c, 'for p; do grep -e \"$p\" log; done', --])%s",
+				prog, prog, example, d.launched())
 		}
 		return
 	}

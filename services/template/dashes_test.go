@@ -45,7 +45,7 @@ func TestXargsWordsAreNotOptions(t *testing.T) {
 		`{argv: [env, --, xargs, git, log], stdin: "{p}"}`:                            "after the items of git",
 		`{argv: [xargs, -0, sh, -c, 'tar -cf /tmp/o "$@"', sh], stdin: "{p}"}`:        "after the items of sh",
 		`{argv: [xargs, python3, /opt/tools/report.py], stdin: "{p}"}`:                "after the items of python3",
-		`{argv: [xargs, kubectl, exec, pod, --, tar, czf, "-"], stdin: "{p}"}`:        "after the items of tar",
+		`{argv: [xargs, kubectl, exec, pod, --, tar, czf, "-"], stdin: "{p}"}`:        "after the items of tar, where a word starting with '-' would be read as an option (tar's --checkpoint-action=exec=… runs a command), so stdin cannot have placeholders there: end argv with a literal -- item that tar reads, before the words xargs adds: [xargs, kubectl, …, tar, …, --]",
 		`{argv: [xargs, -I, "{{}", tar, -cf, /tmp/o, "{{}"], stdin: "{p}"}`:           "in place of {} in argv[6], where it begins the item",
 		`{argv: [xargs, -I, "{{}", grep, -e, "{{}", /var/log/app.log], stdin: "{p}"}`: "in place of {} in argv[5], where it begins the item",
 		`{argv: [xargs, "-I%", timeout, "%", tar, -cf, /tmp/o, --, x], stdin: "{p}"}`: "in place of % in argv[3]",
