@@ -235,9 +235,17 @@ func sessionSQL(startup map[string]string) (string, []any) {
 
 // NewPool opens a pgx pool for url and checks it answers.
 func NewPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return newPool(ctx, url, nil)
+}
+
+// newPool is NewPool, with dial (when not nil) wrapping the connections' dial function.
+func newPool(ctx context.Context, url string, dial func(pgconn.DialFunc) pgconn.DialFunc) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("db: parse database url: %w", err)
+	}
+	if dial != nil {
+		cfg.ConnConfig.DialFunc = dial(cfg.ConnConfig.DialFunc)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns

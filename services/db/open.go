@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -62,13 +63,15 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 	if cfg.Owner {
 		d.URL = d.OwnerURL
 	}
-	if d.Pool, err = NewPool(ctx, d.URL); err != nil {
-		return nil, err
-	}
+	// On the embedded cluster, a failed connection says when the process that started
+	// the cluster stopped it under this one (Cluster.explainGone): the bare error is a
+	// socket file that does not exist.
+	var dial func(pgconn.DialFunc) pgconn.DialFunc
 	if d.Cluster != nil {
-		if d.Pool, err = explainingPool(ctx, d.Pool, d.Cluster); err != nil {
-			return nil, err
-		}
+		dial = d.Cluster.explainDial
+	}
+	if d.Pool, err = newPool(ctx, d.URL, dial); err != nil {
+		return nil, err
 	}
 	if err := checkVersion(ctx, d.Pool); err != nil {
 		return nil, err
@@ -83,21 +86,6 @@ func Open(ctx context.Context, cfg Config) (_ *DB, err error) {
 		}
 	}
 	return d, nil
-}
-
-// explainingPool replaces pool, connected to the embedded cluster c, by one with its
-// settings whose failed connections say when the process that started the cluster
-// stopped it under this one (Cluster.explainGone): the bare error is a socket file
-// that does not exist.
-func explainingPool(ctx context.Context, pool *pgxpool.Pool, c *Cluster) (*pgxpool.Pool, error) {
-	cfg := pool.Config()
-	pool.Close()
-	cfg.ConnConfig.DialFunc = c.explainDial(cfg.ConnConfig.DialFunc)
-	p, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("db: connect: %w", err)
-	}
-	return p, nil
 }
 
 // RoleWarning says what is wrong with the role q connects as, for the application's
