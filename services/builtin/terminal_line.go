@@ -22,6 +22,22 @@ type lineEditor struct {
 	cut bool
 	// literal: the next key is taken as it is (after Ctrl-V), Enter included.
 	literal bool
+
+	// The same keys as a program reading the terminal without a line editor gets them:
+	// sh, dash, bash after "set +o emacs" or with --noediting, a read loop. The kernel's
+	// canonical mode then edits the line, with other keys (canonKeys): Ctrl-A is a
+	// character there, which a backspace erases ("rm \x01\x7f-rf x" is rm -rf x, and
+	// "-rf xrm " to readline). Which of the two reads the keys, the keys do not show (a
+	// shell turns readline off and on between inputs), so a line is rated as both read it.
+	canon []byte
+	// pushed: the start of canon a Ctrl-D handed to the program, which no erase takes back.
+	pushed int
+	// canonLiteral: the next byte goes into canon as it is (after Ctrl-V).
+	canonLiteral bool
+	// canonEdited: an erase, a kill or a Ctrl-D acted on canon.
+	canonEdited bool
+	// plain: the line's bytes without its control bytes, for a program that drops them.
+	plain []byte
 }
 
 // maxAuditLine bounds a line the editor keeps.
@@ -35,12 +51,16 @@ type edited struct {
 	shell bool
 	// cut: longer than maxAuditLine; the text is its start (unless shell).
 	cut bool
+	// others: the line as canonical mode builds it, and without its control bytes, where
+	// they differ from text (lineEditor.canon, plain); rated as text is.
+	others []string
 }
 
 // clone is a copy of the editor that feeding the original leaves as it is.
 func (e *lineEditor) clone() lineEditor {
 	c := *e
 	c.line, c.pending = slices.Clone(e.line), slices.Clone(e.pending)
+	c.canon, c.plain = slices.Clone(e.canon), slices.Clone(e.plain)
 	return c
 }
 
@@ -62,16 +82,13 @@ func (e *lineEditor) feed(b []byte) []edited {
 	defer changedCut()
 	for i := 0; i < len(data); {
 		changedCut()
-		c := data[i]
-		if e.literal {
-			e.literal = false
-			if c < 0x20 || c == 0x7f { // a control key put into the line, not acted on
-				e.insert(rune(c))
-				i++
-				continue
-			}
-		}
+		c, start := data[i], i
+		literal := e.literal && (c < 0x20 || c == 0x7f)
+		e.literal = false
 		switch {
+		case literal: // a control key put into the line, not acted on
+			e.insert(rune(c))
+			i++
 		case c == '\r' || c == '\n':
 			out = e.finish(out)
 			e.reset()
@@ -157,8 +174,92 @@ func (e *lineEditor) feed(b []byte) []edited {
 			e.insert(r)
 			i += n
 		}
+		// The bytes readline took, as canonical mode takes them (Enter has reset both).
+		if e.canonKeys(data[start:i]) {
+			// Ctrl-D ran the canonical line, where readline's goes on: a line that runs only
+			// without a line editor, and after it a canonical line starts afresh.
+			l := e.current()
+			l.shell = true
+			out = append(out, l)
+			e.canon, e.pushed, e.canonLiteral, e.canonEdited, e.plain = e.canon[:0], 0, false, false, e.plain[:0]
+		}
 	}
 	return out
+}
+
+// canonKeys applies keys to canon and plain as the kernel's canonical mode does (with
+// the default stty: erase ^? (and ^H, which some set: left as a character, it puts a
+// \b in a word, which names no file or option), kill ^U, werase ^W, lnext ^V,
+// eof ^D, intr ^C, quit ^\, susp ^Z, start/stop ^Q/^S and reprint ^R; any other byte is
+// a character of the line). ran: a Ctrl-D at an empty line that a Ctrl-D handed some
+// text of, which the program then runs (bash does, and goes on reading).
+func (e *lineEditor) canonKeys(b []byte) (ran bool) {
+	for _, c := range b {
+		if c >= 0x20 && c != 0x7f && len(e.plain) < maxAuditLine {
+			e.plain = append(e.plain, c)
+		}
+		if e.canonLiteral {
+			e.canonLiteral = false
+			e.canonPut(c)
+			continue
+		}
+		switch c {
+		case 0x7f, 0x08:
+			e.canonErase(false)
+		case 0x17:
+			e.canonErase(true)
+		case 0x15:
+			e.canon, e.canonEdited = e.canon[:e.pushed], true
+		case 0x16:
+			e.canonLiteral = true
+		case 0x04: // at an empty line the end of input, which ends the shell
+			if len(e.canon) > e.pushed {
+				e.pushed = len(e.canon)
+			} else if e.pushed > 0 {
+				ran = true
+			}
+		case 0x03, 0x1c, 0x1a: // a signal's key flushes the line
+			e.canon, e.pushed = e.canon[:0], 0
+		case 0x11, 0x13, 0x12, '\r', '\n':
+			// Flow control and reprint change nothing; Enter ended the line (feed).
+		default:
+			e.canonPut(c)
+		}
+	}
+	return ran
+}
+
+// canonPut adds c to canon, which holds maxAuditLine bytes as the kernel holds 4095.
+func (e *lineEditor) canonPut(c byte) {
+	if len(e.canon) < maxAuditLine {
+		e.canon = append(e.canon, c)
+	}
+}
+
+// canonErase takes back a character of canon, or a word (ALTWERASE, as Linux does: the
+// letters, digits and _ before the cursor, and what else lies between them and it). The
+// kernel counts bytes or, with iutf8, UTF-8 characters; where that would differ (a byte
+// past ASCII), the line is marked the shell's.
+func (e *lineEditor) canonErase(word bool) {
+	e.canonEdited = true
+	alnums := false
+	for len(e.canon) > e.pushed {
+		c := e.canon[len(e.canon)-1]
+		if c >= 0x80 {
+			e.shellEdited = true
+		}
+		if word {
+			if isAlnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'; isAlnum {
+				alnums = true
+			} else if alnums {
+				return
+			}
+		}
+		e.canon = e.canon[:len(e.canon)-1]
+		if !word {
+			return
+		}
+	}
 }
 
 // insert puts r at the cursor, up to maxAuditLine.
@@ -176,11 +277,34 @@ func (e *lineEditor) insert(r rune) {
 // finish appends the line run now to out. An empty one too: Enter alone answers a
 // program's [Y/n] or "press Enter" (one input's lines are one audit entry, however many).
 func (e *lineEditor) finish(out []edited) []edited {
-	return append(out, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
+	return append(out, e.current())
+}
+
+// current is the line as it stands, finished or not.
+func (e *lineEditor) current() edited {
+	l := edited{text: string(e.line), shell: e.shellEdited, cut: e.cut}
+	for _, r := range []string{string(e.canon), string(e.plain)} {
+		if r != l.text && !slices.Contains(l.others, r) {
+			l.others = append(l.others, r)
+		}
+	}
+	// Erased, killed or handed over by Ctrl-D otherwise than readline did it: which line
+	// runs depends on the program reading, so the text is not known to be the one.
+	if e.canonEdited && string(e.canon) != l.text {
+		l.shell = true
+	}
+	return l
+}
+
+// empty reports whether the editor holds nothing of a line, in either mode.
+func (e *lineEditor) empty() bool {
+	return len(e.line) == 0 && len(e.pending) == 0 && !e.shellEdited && !e.cut && !e.literal &&
+		len(e.canon) == 0 && len(e.plain) == 0 && e.pushed == 0 && !e.canonLiteral && !e.canonEdited
 }
 
 func (e *lineEditor) reset() {
 	e.line, e.cur, e.shellEdited, e.cut, e.literal = e.line[:0], 0, false, false, false
+	e.canon, e.pushed, e.canonLiteral, e.canonEdited, e.plain = e.canon[:0], 0, false, false, e.plain[:0]
 }
 
 // maxEscapeParams bounds the parameter bytes of a key's escape sequence: real keys

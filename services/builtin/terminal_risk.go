@@ -2,8 +2,10 @@ package builtin
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/toolwarden/toolwarden/services/risk"
@@ -29,6 +31,13 @@ var commandRules = []struct {
 	{"force-pushes (git push --force)", gitForcePush},
 	{"writes to a device file", deviceWrite},
 	{"builds the command it runs (eval, or a command word made by $(…), `…` or a variable)", builtCommand},
+	// /bin/r[m] is rm wherever the file exists; which command a wildcard names, the text
+	// does not show.
+	{"names the command it runs by a wildcard (/bin/r[m], /bin/r?)", globCommand},
+	// A key bound to a macro types a command that no input shows (bind '"\C-e":"rm -rf x\n"',
+	// then Ctrl-E); readline reads .inputrc (or $INPUTRC) when a shell starts. In vi mode
+	// the keys after Esc are commands the line's rebuilding does not follow.
+	{"changes the shell's key bindings (bind, bindkey, .inputrc, INPUTRC, set -o vi), so that a key can type a command no input shows", keyBindings},
 	// The forms below delete or overwrite more than the line names, or what no undo
 	// brings back. Like the rules above they are a best-effort list of common forms, not
 	// a guarantee: a script, an alias or an interpreter reading its code from a file can
@@ -256,17 +265,44 @@ func ifsSpaced(cmd string) string {
 // a=( $list ) are arithmetic and an array. In the text it reads, an opening backtick is
 // \x01 and a closing one \x02 (see markBackticks); a closing one where a command word
 // starts counts too, in case the count is off.
-var builtWord = regexp.MustCompile(`(?:^|[;&|\n\x01]|(?:^|[^(=])\()\s*` +
+var builtWord = regexp.MustCompile(commandStart + `(?:eval\b|\x02|[^\s;&|()=<>\x01\x02]*(?:\$\(|\$[A-Za-z_{0-9@*#?!$-]|\x01))`)
+
+// commandStart is where a command word can be (builtWord), up to that word. A find's
+// -exec and an xargs run their arguments as a command too ({} may follow xargs -I).
+const commandStart = `(?:^|[;&|\n\x01]|(?:^|[^(=])\(|\s-(?:exec|execdir|ok|okdir)\s)\s*` +
 	`(?:(?:if|then|else|elif|while|until|do|coproc|!|\{)\s+` +
 	`|[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=(?:"(?:[^"\\]|\\.)*"|'[^']*'|\$\([^()]*\)|\x01[^\x02]*\x02|[^\s;&|()"'\x01\x02])*\s+` +
-	`|(?:[^\s;&|()]*/)?(?:command|builtin|exec|env|nice|nohup|sudo|time)(?:\s+(?:-[^\s;&|()]*|\d+|[A-Za-z_][A-Za-z0-9_]*=[^\s;&|()]*))*\s+)*` +
-	`(?:eval\b|\x02|[^\s;&|()=<>\x01\x02]*(?:\$\(|\$[A-Za-z_{0-9@*#?!$-]|\x01))`)
+	`|(?:[^\s;&|()]*/)?(?:command|builtin|exec|env|nice|nohup|sudo|time|xargs)(?:\s+(?:-[^\s;&|()]*|\d+|\{\}|[A-Za-z_][A-Za-z0-9_]*=[^\s;&|()]*))*\s+)*`
+
+// globWord finds a command word holding a wildcard (*, ?, or […] with its ]), where
+// commandStart puts one. [ and [[ hold no ], and a word before ) is a case pattern.
+var globWord = regexp.MustCompile(commandStart + `[^\s;&|()=<>\x01\x02]*(?:[*?]|\[[^\s\]]*\])[^\s;&|()<>\x01\x02]*(?:$|[\s;&<>])`)
+
+func globCommand(cmd string) bool {
+	return globWord.MatchString(markBackticks(cmd))
+}
+
+var (
+	// bindWord is bind (bash's, fish's) or bindkey (zsh's) as a command word.
+	bindWord = regexp.MustCompile(commandStart + `(?:[^\s;&|()]*/)?bind(?:key)?(?:$|[\s;&|)<>])`)
+	// keyFiles are readline's init file by name (~/.inputrc, /etc/inputrc, INPUTRC=…),
+	// however it is written, and a shell's -o vi (set -o vi, bash -o vi).
+	keyFiles = regexp.MustCompile(`(?i)inputrc|(?:^|\s)-[A-Za-z]*o\s*vi\b`)
+)
+
+func keyBindings(cmd string) bool {
+	return keyFiles.MatchString(cmd) || bindWord.MatchString(markBackticks(cmd))
+}
 
 // markBackticks tells opening backticks (\x01) from closing ones (\x02) by counting, so
 // that a command starts after `, not after the ` that ends one (echo `date` `whoami`).
+// A \x01 or \x02 already there (Ctrl-A, Ctrl-B typed) is a character of a word.
 func markBackticks(cmd string) string {
 	b, open := []byte(cmd), true
 	for i, c := range b {
+		if c == 1 || c == 2 {
+			b[i] = '_'
+		}
 		if c == '`' {
 			b[i] = 2
 			if open {
@@ -291,7 +327,11 @@ var (
 	// segments splits a command line at what ends a command: a backtick starts one too
 	// (echo `rm -rf x` runs rm).
 	segments = regexp.MustCompile("[;&|\\n()`]+")
-	devWrite = regexp.MustCompile(`(>\||>>?|\bof=|\btee\s+(-a\s+)?)\s*/dev/([A-Za-z0-9_/.-]+)`)
+	// devWrite is a redirection's (>, >>, >|, >&, &>, &>>) or dd's of= target.
+	devWrite = regexp.MustCompile(`(?:>\||>>?&?|&>>?|\bof=)\s*([^\s;&|()<>]+)`)
+	// upDev is a relative path to /dev through the root (../../dev/sda; ~/../../dev/sda
+	// is cleaned to ../dev/sda).
+	upDev = regexp.MustCompile(`^(?:\.\./)+dev/`)
 )
 
 // longOption reports whether a is opt or a prefix of it the command would take for it:
@@ -549,44 +589,119 @@ func interpreterDelete(cmd string) bool {
 // harmlessDevices may be written to.
 var harmlessDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "tty": true, "full": true}
 
+// deviceWrite finds a write to a device file that is not harmless: by a redirection,
+// dd's of= or tee, to a path under /dev however it is spelled (//dev/sda, /./dev/sda,
+// /dev/fd/../sda).
 func deviceWrite(cmd string) bool {
 	for _, m := range devWrite.FindAllStringSubmatch(cmd, -1) {
-		name := m[3]
-		if harmlessDevices[name] || strings.HasPrefix(name, "fd/") || strings.HasPrefix(name, "pts/") {
-			continue
+		if device(m[1]) {
+			return true
 		}
-		return true
 	}
-	return false
+	return commandArgs(cmd, "tee", func(args []string) bool { return slices.ContainsFunc(args, device) })
 }
 
-// braceWord is a word with a brace expansion: a prefix, {a,b,…} and a suffix, none
-// holding a space or what ends a word for the shell.
-var braceWord = regexp.MustCompile("([^\\s{};&|()<>`]*)\\{([^{}\\s]*,[^{}\\s]*)\\}([^\\s{};&|()<>`]*)")
+// device reports whether p names a device file other than the harmless ones.
+func device(p string) bool {
+	p = path.Clean(p)
+	name, ok := strings.CutPrefix(p, "/dev/")
+	if !ok {
+		loc := upDev.FindStringIndex(p)
+		if loc == nil {
+			return false
+		}
+		name = p[loc[1]:]
+	}
+	return !harmlessDevices[name] && !strings.HasPrefix(name, "fd/") && !strings.HasPrefix(name, "pts/")
+}
+
+// braceWord is a word with a brace expansion: a prefix, {a,b,…} or a sequence {x..y}
+// or {x..y..step} of numbers or of letters, and a suffix, none holding a space or what
+// ends a word for the shell. The prefix takes what it can, so that the group expanded
+// is a word's last (innermost, when they nest): the groups before it are in each word it
+// makes, which the next round expands (r{m,x}{,} is rm rm rx rx, each group in turn).
+var braceWord = regexp.MustCompile("([^\\s;&|()<>`]*)\\{(?:([^{}\\s]*,[^{}\\s]*)|" +
+	"(?:(-?[0-9]{1,12})\\.\\.(-?[0-9]{1,12})|([A-Za-z])\\.\\.([A-Za-z]))(?:\\.\\.(-?[0-9]{1,12}))?)\\}([^\\s;&|()<>`]*)")
+
+// maxSequence bounds the words a sequence {x..y} is rated as: its first and last ones,
+// which a longer one differs from only in the digits of a number.
+const maxSequence = 64
+
+// sequence is what {x..y..step} expands to as bash expands it (step "" is 1, its sign
+// is ignored, and numbers are padded with zeros to the longer of x and y when either
+// has a leading zero), at most maxSequence words of it; x and y are numbers of up to 12
+// digits or letters (braceWord).
+func sequence(x, y, step string) []string {
+	inc := 1
+	if step != "" {
+		n, _ := strconv.Atoi(step)
+		inc = max(n, -n, 1)
+	}
+	from, errX := strconv.Atoi(x)
+	to, errY := strconv.Atoi(y)
+	letters := errX != nil || errY != nil
+	if letters {
+		from, to = int(x[0]), int(y[0])
+	}
+	width := 0
+	if zero := func(n string) bool { return len(n) > 1 && strings.TrimPrefix(n, "-")[0] == '0' }; !letters && (zero(x) || zero(y)) {
+		width = max(len(x), len(y))
+	}
+	dir, n := 1, (to-from)/inc+1
+	if to < from {
+		dir, n = -1, (from-to)/inc+1
+	}
+	var words []string
+	for i := 0; i < n; i++ {
+		if n > maxSequence && i == maxSequence/2 {
+			i = n - maxSequence/2
+		}
+		v := from + dir*inc*i
+		if letters {
+			words = append(words, string(rune(v)))
+		} else {
+			words = append(words, fmt.Sprintf("%0*d", width, v))
+		}
+	}
+	return words
+}
 
 // bracedGrowth bounds what brace expansions may add to a command rated: x…{,,…}
 // expands n characters into n² (a 100,000-character command into gigabytes).
 const bracedGrowth = 64 << 10
 
 // braced is cmd with its brace expansions expanded as bash does ({rm,-rf,x} is rm -rf x,
-// -{r,f} is -r -f), innermost first, a few levels deep. ok is false when expanding would
-// add more than bracedGrowth: the command is then left as far as it was expanded.
+// -{r,f} is -r -f, r{m..m} is rm), in other order at times and with words repeated
+// (a{b,{c,d}}), which the rules do not mind. ok is false when expanding would add more
+// than bracedGrowth, or a word holds more groups than maxBraceRounds: the command is
+// then left as far as it was expanded.
 func braced(cmd string) (_ string, ok bool) {
 	limit := len(cmd) + bracedGrowth
-	for range 4 {
+	for range maxBraceRounds {
 		grown, over := 0, false
 		next := braceWord.ReplaceAllStringFunc(cmd, func(w string) string {
 			m := braceWord.FindStringSubmatch(w)
-			n := strings.Count(m[2], ",") + 1
+			prefix, suffix := m[1], m[8]
+			var alts []string
+			switch {
+			case m[2] != "":
+				alts = strings.Split(m[2], ",")
+			case m[3] != "":
+				alts = sequence(m[3], m[4], m[7])
+			default:
+				alts = sequence(m[5], m[6], m[7])
+			}
 			// n copies of prefix and suffix, the alternatives and n-1 spaces.
-			size := n*(len(m[1])+len(m[3])) + len(m[2])
+			size := len(alts)*(len(prefix)+len(suffix)+1) - 1
+			for _, a := range alts {
+				size += len(a)
+			}
 			if over = over || len(cmd)+grown+size-len(w) > limit; over {
 				return w
 			}
 			grown += size - len(w)
-			alts := strings.Split(m[2], ",")
 			for i, a := range alts {
-				alts[i] = m[1] + a + m[3]
+				alts[i] = prefix + a + suffix
 			}
 			return strings.Join(alts, " ")
 		})
@@ -594,12 +709,17 @@ func braced(cmd string) (_ string, ok bool) {
 			return next, false
 		}
 		if next == cmd {
-			break
+			return cmd, true
 		}
 		cmd = next
 	}
-	return cmd, true
+	// A word of more groups than rounds: what it expands to is not all known.
+	return cmd, !braceWord.MatchString(cmd)
 }
+
+// maxBraceRounds bounds the rounds of braced, each of which expands one group of each
+// word: a word of more is not rated as expanded.
+const maxBraceRounds = 16
 
 // CommandRisk is the risk a command line's text carries: HIGH and why when a rule
 // matches, ok false otherwise. The rules see the text as given, and as unquoted and
@@ -658,21 +778,24 @@ func (w *inputWhys) rateLine(l edited) {
 	if l.cut {
 		w.add(true, fmt.Sprintf("the line is longer than %d characters, so what it runs is not all in the text", maxAuditLine))
 	}
-	if historyLine.MatchString(l.text) {
-		w.add(true, "the line runs a command from the shell's history (!, ^old^new, fc)")
-	}
-	for _, why := range commandWhys(l.text) {
-		w.add(false, why)
+	for _, text := range append([]string{l.text}, l.others...) {
+		if historyLine.MatchString(text) {
+			w.add(true, "the line runs a command from the shell's history (!, ^old^new, fc)")
+		}
+		for _, why := range commandWhys(text) {
+			w.add(false, why)
+		}
 	}
 }
 
 // rateInput adds the reasons of input typed at e (which it feeds): each line e rebuilds
-// from it, and what is left unfinished, as the shell will run it, and the keys as given,
-// as a net where the program reading them is no shell.
+// from it, and what is left unfinished, as readline and as the kernel's canonical mode
+// build it (whichever reads the keys), and the keys as given, as a net where the program
+// reading them is no shell.
 func (w *inputWhys) rateInput(e *lineEditor, input string) {
 	lines := e.feed([]byte(input))
-	if len(e.line) > 0 || e.shellEdited || e.cut {
-		lines = append(lines, edited{text: string(e.line), shell: e.shellEdited, cut: e.cut})
+	if l := e.current(); l.text != "" || l.shell || l.cut || len(l.others) > 0 {
+		lines = append(lines, l)
 	}
 	for _, l := range lines {
 		w.rateLine(l)
@@ -710,14 +833,14 @@ func InputRisk(input string) (risk.Level, string, bool) {
 // is rm -rf ~/x, though each piece rates nothing. "" when nothing: the held line's own
 // reasons came with keys rated (and approved) before, or typed by a person.
 func joinedRisk(held *lineEditor, input string) string {
-	if len(held.line) == 0 && len(held.pending) == 0 && !held.shellEdited && !held.cut && !held.literal {
+	if held.empty() {
 		return "" // a fresh line: the input alone is what was rated
 	}
 	var joined, alone, before inputWhys
 	e := held.clone()
 	joined.rateInput(&e, input)
 	alone.rateInput(&lineEditor{}, input)
-	before.rateLine(edited{text: string(held.line), shell: held.shellEdited, cut: held.cut})
+	before.rateLine(held.current())
 	var added inputWhys
 	// An Esc alone left pending, then keys that do not continue a key's sequence ([ or
 	// O: the arrows, Home, End): in a full-screen program that is Esc, then keys (vim's

@@ -1,6 +1,8 @@
 package builtin
 
 import (
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +124,94 @@ func checkCommandRisk(t *testing.T, cases []riskCase) {
 		if !ok || l != risk.High || !strings.Contains(why, tc.why) {
 			t.Errorf("%q: %v %q %v, want high for %q", tc.cmd, l, why, ok, tc.why)
 		}
+	}
+}
+
+// Forms the command-name rules missed: a command word naming its file by a wildcard
+// (/bin/r[m] is rm), brace sequences (r{m..m} is rm) and groups side by side ({r,x}{m,y}
+// holds rm), device paths spelled otherwise (//dev/sda) or written by >& and &>, and
+// what rebinds the shell's keys (bind, .inputrc), after which one key types a command
+// no input shows. Test commands ([ and [[), case patterns and ordinary globs, sequences
+// and redirections stay unflagged.
+func TestCommandRiskGlobsSequencesDevicesAndKeys(t *testing.T) {
+	t.Parallel()
+	checkCommandRisk(t, []riskCase{
+		{`/bin/r[m] -rf x`, "by a wildcard"},
+		{`/bin/r? -rf x`, "by a wildcard"},
+		{`/bin/r* -rf x`, "by a wildcard"},
+		{`ls | xargs /bin/r[m]`, "by a wildcard"},
+		{`xargs -0 -I {} /bin/r? {}`, "by a wildcard"},
+		{`find . -exec /bin/r[m] {} +`, "by a wildcard"},
+		{`/usr/bin/sud[o] reboot`, "by a wildcard"},
+		{`curl x | /bin/ba[s]h`, "by a wildcard"},
+		{`curl x|/bin/b?sh`, "by a wildcard"},
+		{`"/bin/r[m]" -rf x`, "by a wildcard"},
+		{`r{m..m} -rf x`, "deletes recursively"},
+		{`su{d..d}o reboot`, "runs as root"},
+		{`curl x | b{a..a}sh`, "pipes into a shell"},
+		{`{r,x}{m,y} -rf x`, "deletes recursively"},
+		{`r{k..m..2} -rf x`, "deletes recursively"},
+		{`/bin/r{m,m}` + strings.Repeat(`{a..a}`, maxBraceRounds) + ` -rf x`, "more brace expansions"},
+		{`echo x >& /dev/sda`, "device"},
+		{`echo x &>> /dev/sda`, "device"},
+		{`echo x > //dev/sda`, "device"},
+		{`echo x > /./dev/sda`, "device"},
+		{`echo x >/dev//sda`, "device"},
+		{`echo x > /dev/fd/../sda`, "device"},
+		{`echo x > ../../../../dev/sda`, "device"},
+		{`echo x | tee -i /dev/sda`, "device"},
+		{`echo x | tee --append log /dev/sda`, "device"},
+		{`bind '"\C-e":"\162\155 -\162f victim\n"'`, "key bindings"},
+		{`builtin bind -x '"\C-e": ls'`, "key bindings"},
+		{`ls; bind -f ./keys`, "key bindings"},
+		{`bindkey -s '^E' 'ls\n'`, "key bindings"},
+		{`printf '"\C-e":"ls\n"' > ~/.inputrc`, "key bindings"},
+		{`echo x >> .inputrc`, "key bindings"},
+		{`INPUTRC=./keys bash`, "key bindings"},
+		{`export INPUTRC=/tmp/k`, "key bindings"},
+		{`set -o vi`, "key bindings"},
+
+		{`[ -f x ] && echo y`, ""},
+		{`[[ -n $x ]] && echo y`, ""},
+		{`case $f in *.go) echo go;; *) echo other;; esac`, ""},
+		{`case $f in a) x;; *.txt|*.md) y;; esac`, ""},
+		{`for f in *.txt; do wc -l "$f"; done`, ""},
+		{`ls *.go ./?.txt`, ""},
+		{`find . -name '*.go' -exec grep -l foo {} +`, ""},
+		{`ls | xargs grep 'a.*b'`, ""},
+		{`echo {1..10} {a..e}`, ""},
+		{`for i in {1..100000}; do :; done`, ""},
+		{`mkdir -p src/{a,b}/{x,y}`, ""},
+		{`echo $((2*3))`, ""},
+		{`echo hi >&2; cmd &> /dev/null; echo x >/dev/./null`, ""},
+		{`echo x | tee -a log /dev/null`, ""},
+		{`ls /dev/sd?`, ""},
+		{`grep -r bind . && mount --bind a b`, ""},
+	})
+}
+
+// braced expands brace sequences as bash does (the same words, in another order at
+// times), checked against a real bash.
+func TestBracedMatchesBash(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	for _, w := range []string{"{1..5}", "{5..1}", "{01..10}", "{a..e..2}", "{-3..3..2}", "{1..10..-3}",
+		"{-05..5}", "{0..-3}", "{1..3..0}", "x{X..Z}z", "p{1..2}{a..b}", "{r,x}{m,y}", "a{b,{c,d}}e", "r{m..m}"} {
+		out, err := exec.Command("bash", "-c", "printf '%s\\n' "+w).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := braced(w)
+		want := slices.Compact(slices.Sorted(slices.Values(strings.Fields(string(out)))))
+		if have := slices.Compact(slices.Sorted(slices.Values(strings.Fields(got)))); !ok || !slices.Equal(have, want) {
+			t.Errorf("%s: braced %q, bash %q", w, have, want)
+		}
+	}
+	// A long sequence is rated by its first and last words.
+	if got, ok := braced("-{1..100000000000}rf"); !ok || !strings.HasPrefix(got, "-1rf -2rf") || !strings.HasSuffix(got, " -100000000000rf") ||
+		len(strings.Fields(got)) != maxSequence {
+		t.Errorf("a long sequence: %.60q… %v", got, ok)
 	}
 }
