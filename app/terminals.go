@@ -41,7 +41,8 @@ const (
 // out), each "[hidden input]" when it may be a password (builtin.TypedLine.Hidden: the
 // terminal had echo off, or the line followed another of the same input, "su -c id"
 // then its password, whether it showed unknown), unless the line is one the terminal
-// rules rate (rm -rf, curl | sh: no password looks like that), so that turning echo off
+// rules rate by what it does (rm -rf, curl | sh: no password looks like that; not by $
+// or wildcards, which passwords hold: builtin.HiddenLineRisk), so that turning echo off
 // (stty -echo) or typing after another line does not hide those. Other lines stay
 // hidden however many come in a row: a refused new password is asked again without a
 // visible line between. Rated lines past the bounds are kept too (input holds at most
@@ -65,7 +66,10 @@ func (a *App) auditTerminalInput(t *builtin.Terminal, who builtin.TerminalCaller
 		}
 		within := len(kept) < maxAuditedLines && (len(kept) == 0 || size+len(line) <= maxAuditedLineBytes)
 		why, risky := "", false
-		if hidden || !within {
+		switch {
+		case hidden:
+			why, risky = builtin.HiddenLineRisk(line)
+		case !within:
 			_, why, risky = builtin.CommandRisk(line)
 		}
 		if !within && !risky {

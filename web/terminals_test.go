@@ -304,7 +304,7 @@ func TestTerminalInputNotTypedWithoutItsRecord(t *testing.T) {
 // Echo turned off (stty -echo) does not hide from the audit log a line the terminal
 // rules rate (rm -rf), however many hidden lines came before it; other lines typed with
 // echo off stay "[hidden input]" however many in a row (a refused new password is
-// asked for again without a visible line between).
+// asked for again without a visible line between), a password with $ or a wildcard too.
 func TestEchoOffDoesNotHideCommands(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
@@ -314,7 +314,9 @@ func TestEchoOffDoesNotHideCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	webtest.WaitFor(t, 10*time.Second, func() bool { return !term.Echo() }, "echo stays on")
-	for _, line := range []string{"rm -rf /tmp/tw-echo-none", "pw-one", "pw-two", "pw-three", "pw-four", "rm -rf /tmp/tw-echo-none-2"} {
+	// Passwords whose characters alone a rule matches ($ a variable, a wildcard) stay
+	// hidden: only what a command does keeps a hidden line's text.
+	for _, line := range []string{"rm -rf /tmp/tw-echo-none", "pw-one", "S3cret$Pass", "pa[ss]w*rd", "pw-four", "rm -rf /tmp/tw-echo-none-2"} {
 		if err := term.Input(alice, line+"\r"); err != nil {
 			t.Fatal(err)
 		}

@@ -30,10 +30,10 @@ var commandRules = []struct {
 	{"changes permissions recursively (chmod -R)", chmodRecursive},
 	{"force-pushes (git push --force)", gitForcePush},
 	{"writes to a device file", deviceWrite},
-	{"builds the command it runs (eval, or a command word made by $(…), `…` or a variable)", builtCommand},
+	{whyBuilt, builtCommand},
 	// /bin/r[m] is rm wherever the file exists; which command a wildcard names, the text
 	// does not show.
-	{"names the command it runs by a wildcard (/bin/r[m], /bin/r?)", globCommand},
+	{whyGlob, globCommand},
 	// A key bound to a macro types a command that no input shows (bind '"\C-e":"rm -rf x\n"',
 	// then Ctrl-E); readline reads .inputrc (or $INPUTRC) when a shell starts. In vi mode
 	// the keys after Esc are commands the line's rebuilding does not follow.
@@ -746,9 +746,35 @@ func commandWhys(cmd string) []string {
 		}
 	}
 	if !ok {
-		whys = append(whys, "has more brace expansions than can be rated")
+		whys = append(whys, whyBraces)
 	}
 	return whys
+}
+
+// The reasons of the rules a word's characters alone can match: a password typed with
+// echo off (S3cret$Pass, pa$$word, abc*def, x{1..2}) matches them as often as a command.
+const (
+	whyBuilt  = "builds the command it runs (eval, or a command word made by $(…), `…` or a variable)"
+	whyGlob   = "names the command it runs by a wildcard (/bin/r[m], /bin/r?)"
+	whyBraces = "has more brace expansions than can be rated"
+)
+
+// HiddenLineRisk is CommandRisk for a line typed with echo off, which may be a
+// password: only the rules that name what a command does (rm -rf, sudo, a pipe into a
+// shell) count, not those its characters alone can match ($, backticks, wildcards,
+// braces). The audit log keeps such a line's text only when it is rated (what turning
+// echo off must not hide); a password taken for a command would be kept in clear.
+func HiddenLineRisk(line string) (string, bool) {
+	var whys []string
+	for _, w := range commandWhys(line) {
+		if w != whyBuilt && w != whyGlob && w != whyBraces {
+			whys = append(whys, w)
+		}
+	}
+	if len(whys) == 0 {
+		return "", false
+	}
+	return "the command " + strings.Join(whys, "; "), true
 }
 
 // historyLine finds what makes an interactive shell run a line from its history rather
