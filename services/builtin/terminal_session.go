@@ -1198,6 +1198,15 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 			if l.shell {
 				text = "[edited with the shell's history, completion or editing keys] " + text
 			}
+			// What the keys spell when no line editor reads them (sh, set +o emacs, a read
+			// loop), when that differs: the shell may have run that instead.
+			if len(l.others) > 0 {
+				other := make([]string, len(l.others))
+				for j, o := range l.others {
+					other[j] = strconv.Quote(o)
+				}
+				text += " [without line editing: " + strings.Join(other, " or ") + "]"
+			}
 			if l.cut {
 				text += fmt.Sprintf(" [cut: longer than %d characters]", maxAuditLine)
 			}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -561,5 +562,43 @@ func TestTerminalInputToAProgramNotReading(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the terminal did not close while a write was blocked")
+	}
+}
+
+// A line whose keys spell another line when no line editor reads them (Ctrl-A a
+// character, then erased) is audited with that reading too: the shell may have run it.
+func TestTerminalAuditNamesTheReadingWithoutLineEditing(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	var mu sync.Mutex
+	var texts []string
+	ts, err := NewTerminals(TerminalOptions{Root: root, Env: ownHome(t),
+		OnInput: func(_ *Terminal, _ TerminalCaller, lines []TypedLine) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range lines {
+				texts = append(texts, l.Text)
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	dir := filepath.Join(root, "conv-canon")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term, _, err := ts.OpenPTY(TerminalCaller{UserName: "u"}, "conv-canon", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := term.Input(TerminalCaller{Source: BrowserSource}, "echo a\x01\x7fb\r"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(texts) != 1 || !strings.Contains(texts[0], `[without line editing: "echo ab"`) {
+		t.Fatalf("audited: %q; want the reading without line editing named", texts)
 	}
 }
