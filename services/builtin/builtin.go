@@ -100,7 +100,8 @@ type Server struct {
 	// noFlockWarned warns, once, that the root's file system has no flock.
 	noFlockWarned sync.Once
 	// afterEditRead, set by tests only, is called as an edit has read its file (or a
-	// copy its source) and is about to write, under the file's edit lock.
+	// copy its source, or a plan step checked what it expects) and is about to write,
+	// under the file's edit lock.
 	afterEditRead func()
 	// beforeGrepFile, set by tests only, is called as grep_search is about to match a
 	// file it has read, so a test can cancel the search while it is in a file.

@@ -1191,6 +1191,10 @@ type write struct {
 	// changed: the write may have changed something before it failed, so its snapshot
 	// is kept rather than discarded.
 	changed bool
+	// read is the fingerprint of what the write read or checked at the path snapFirst
+	// keeps ("" for none): the edit lock does not stop a terminal command rewriting the
+	// file, so snapFirst refuses the write when what it keeps is no longer that.
+	read string
 }
 
 func (s *Server) newWrite(c Call, op string) *write { return &write{s: s, c: c, op: op} }
@@ -1301,6 +1305,10 @@ func (w *write) expected(t target, ar *os.Root) error {
 	if fp != w.c.Expect {
 		return fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown)
 	}
+	w.read = fp
+	if w.s.afterEditRead != nil { // tests: a writer outside Toolwarden changes the file now
+		w.s.afterEditRead()
+	}
 	return nil
 }
 
@@ -1313,6 +1321,7 @@ func (w *write) expectedMove(from target, src string, to target, tar *os.Root) e
 		return err
 	}
 	if moveFingerprint(src, dst) == w.c.Expect {
+		w.read = dst // what an overwrite replaces, checked again as snapFirst keeps it
 		return nil
 	}
 	changed := from.shown
@@ -1405,10 +1414,18 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 }
 
 // snapFirst snapshots t, puts every path kept so far on disk, and then does f; a
-// snapshot error stops the write.
+// snapshot error stops the write, and so does a t whose kept content is not what the
+// write read or checked (w.read): it changed since, and writing would lose that change.
 func (w *write) snapFirst(t target, ar *os.Root, f func() error) error {
 	if err := w.keep(t, ar); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", t.shown, err)
+	}
+	if w.read != "" && w.sn.m.Entries[len(w.sn.m.Entries)-1].fingerprint() != w.read {
+		stale := ""
+		if w.c.Expect != "" {
+			stale = "stale: "
+		}
+		return fmt.Errorf("%s%s changed while being edited; nothing was written", stale, t.shown)
 	}
 	if err := w.sn.flush(); err != nil {
 		return fmt.Errorf("snapshot of %s: %w", t.shown, err)
@@ -1662,8 +1679,10 @@ func edit(ctx context.Context, s *Server, c Call, op, p string, f func(shown str
 	if s.afterEditRead != nil {
 		s.afterEditRead()
 	}
-	// The bytes edited are the ones previewed, or nothing is written.
-	if w.c.Expect != "" && fingerprint(&b) != w.c.Expect {
+	// The bytes edited are the ones previewed, or nothing is written; and they are still
+	// the file's when snapFirst keeps it, or the edit would overwrite a change made since.
+	w.read = fingerprint(&b)
+	if w.c.Expect != "" && w.read != w.c.Expect {
 		return w.done("", nil, fmt.Errorf("stale: %s changed since the plan's preview; nothing was written", t.shown))
 	}
 	nb, what, err := f(t.shown, b)
@@ -1879,6 +1898,9 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	if fi.Size() > maxFileBytes {
 		return w.done("", nil, fmt.Errorf("%s is %d bytes, more than the limit of %d", from.shown, fi.Size(), maxFileBytes))
 	}
+	if sameEntry(far, from.rel, to.rel) {
+		return w.done("", nil, fmt.Errorf("filePath %s and newPath %s name the same file; there is nothing to rename", from.shown, to.shown))
+	}
 	if err := destination(to, tar, in.Overwrite); err != nil {
 		return w.done("", nil, err)
 	}
@@ -1897,22 +1919,73 @@ func renameFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.Call
 	return w.done(fmt.Sprintf("renamed %s to %s", from.shown, to.shown), map[string]any{"filePath": from.shown, "newPath": to.shown}, err)
 }
 
+// sameEntry reports whether from and to name one directory entry of ar: one name in
+// one directory, the directory reached the same way or through a symlinked alias of it
+// (alias/a.go and src/a.go). Renaming it onto itself changes nothing; moveEntry, which
+// removes from when the two are hard links, would delete the file.
+func sameEntry(ar *os.Root, from, to string) bool {
+	return filepath.Base(from) == filepath.Base(to) && sameDir(ar, from, to)
+}
+
+// sameDir reports whether the directories of from and to are one (false when either
+// cannot be looked at: the rename then says what is wrong).
+func sameDir(ar *os.Root, from, to string) bool {
+	fd, ferr := ar.Stat(filepath.Dir(from))
+	td, terr := ar.Stat(filepath.Dir(to))
+	return ferr == nil && terr == nil && os.SameFile(fd, td)
+}
+
 // moveEntry renames from to to in ar. When the two are hard links to one file (a
 // terminal's ln), rename(2) does nothing and succeeds, which would leave from in place
-// after "renamed": the link at from is removed instead, leaving to as the file. The
-// link count tells two names apart from one name spelt twice (a case-only rename on a
-// case-insensitive file system), which must still be renamed.
+// after "renamed": the link at from is removed instead, leaving to as the file. Only
+// for two entries, though: one entry named twice (a case-only rename on a
+// case-insensitive file system) must still be renamed, and removing it would lose the
+// file, whatever other links it has.
 func moveEntry(ar *os.Root, from, to string) error {
 	if from != to {
 		ff, ferr := ar.Lstat(from)
 		tf, terr := ar.Lstat(to)
 		if ferr == nil && terr == nil && ff.Mode().IsRegular() && os.SameFile(ff, tf) {
-			if st, ok := ff.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+			if st, ok := ff.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 && twoEntries(ar, from, to) {
 				return ar.Remove(from)
 			}
 		}
 	}
 	return ar.Rename(from, to)
+}
+
+// twoEntries reports whether from and to, names of one file, are two directory entries:
+// in different directories, or both listed, each spelt as given, in their directory.
+// When that listing cannot tell (it reads at most maxDirScan entries), they are taken
+// for one: a rename then at worst leaves from in place, where a removal would lose it.
+func twoEntries(ar *os.Root, from, to string) bool {
+	if !sameDir(ar, from, to) {
+		return true
+	}
+	a, b := filepath.Base(from), filepath.Base(to)
+	if a == b {
+		return false
+	}
+	d, err := openNoWait(ar, filepath.Dir(from))
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	seenA, seenB := false, false
+	for read := 0; read < maxDirScan; {
+		names, err := d.Readdirnames(dirBatch)
+		for _, n := range names {
+			seenA, seenB = seenA || n == a, seenB || n == b
+		}
+		if seenA && seenB {
+			return true
+		}
+		if err != nil || len(names) == 0 {
+			return false
+		}
+		read += len(names)
+	}
+	return false
 }
 
 func copyFile(ctx context.Context, s *Server, c Call, in twoPathIn) (*mcp.CallToolResult, error) {

@@ -475,7 +475,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// Another conversation cannot restore it; an unknown id is an error.
 	id = snap(args{"operation": "create_file", "filePath": "z.txt", "content": "x"})
-	f.fails("c2", args{"operation": "restore_snapshot", "snapshotId": id}, "another conversation")
+	f.fails("c2", args{"operation": "restore_snapshot", "snapshotId": id}, "no snapshot "+id) // as an id not there
 	f.fails("c1", args{"operation": "restore_snapshot", "snapshotId": "nope"}, "no snapshot nope")
 	f.fails("c1", args{"operation": "restore_snapshot", "snapshotId": "../c1"}, "not a snapshot id")
 	// A refused write leaves no snapshot behind.

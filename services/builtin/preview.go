@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -152,6 +154,144 @@ func (s *Server) current(t target) (content *[]byte, ok bool) {
 	return &b, true
 }
 
+// maxPreviewRead bounds the bytes of files one preview reads into memory: a plan's 50
+// steps may each name a different 10 MiB file. Past it, a file is only hashed as it is
+// read, and its steps show the fingerprint (which the check before each step runs
+// needs) without a diff.
+const maxPreviewRead = 32 << 20
+
+// previewFile is what a preview knows of a file: as it is now, or as the plan's earlier
+// steps will leave it. A copy shares its source's bytes. Neither bytes nor fingerprint:
+// unknown (an edit of a file read past maxPreviewRead), and later steps on it are not
+// previewed.
+type previewFile struct {
+	absent  bool
+	content *[]byte // its bytes, when held
+	fp      string  // its fingerprint, once computed (or all that is known past the bound)
+}
+
+func (f *previewFile) held() bool { return f.absent || f.content != nil }
+
+func (f *previewFile) bytes() []byte {
+	if f.content == nil {
+		return nil
+	}
+	return *f.content
+}
+
+// fingerprint is f's fingerprint, computed once ("" when unknown).
+func (f *previewFile) fingerprint() string {
+	switch {
+	case f.absent:
+		return "absent"
+	case f.fp == "" && f.content != nil:
+		f.fp = fingerprint(f.content)
+	}
+	return f.fp
+}
+
+// planPreview is one PreviewPlan's view of the files its steps touch.
+type planPreview struct {
+	s *Server
+	// files: what each file (by area and path) holds as the steps so far leave it. A
+	// file is read once however many steps name it, and forgotten after the last step
+	// that names it (last), so a plan holds only what its later steps still need.
+	files map[[2]string]*previewFile
+	last  map[[2]string]int
+	// read is what the preview read into memory so far (maxPreviewRead).
+	read int64
+}
+
+// previewStep is a step of the plan as resolved before the preview runs.
+type previewStep struct {
+	t      target
+	change func(string, []byte) ([]byte, string, error)
+	op     string
+	ok     bool
+	to     target // newPath of a move (toOK: it resolved)
+	toOK   bool
+	keys   [][2]string // the files it names
+}
+
+// file is what t holds as the steps so far leave it; nil when it cannot be read as a
+// file (a directory; the step will say what is wrong when it runs).
+func (p *planPreview) file(t target) *previewFile {
+	key := [2]string{t.area, t.rel}
+	if f, ok := p.files[key]; ok {
+		return f
+	}
+	f := p.load(t)
+	if f != nil {
+		p.files[key] = f
+	}
+	return f
+}
+
+// load reads t as it is now: its bytes within maxPreviewRead, past it its fingerprint.
+func (p *planPreview) load(t target) *previewFile {
+	ar, err := p.s.openArea(t.area)
+	if err != nil {
+		return nil
+	}
+	defer ar.Close()
+	fi, err := ar.Lstat(t.rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &previewFile{absent: true}
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFileBytes {
+		return nil
+	}
+	if p.read+fi.Size() > maxPreviewRead {
+		fp, err := hashRegular(ar, t.rel)
+		if err != nil {
+			return nil
+		}
+		return &previewFile{fp: fp}
+	}
+	b, err := readRegular(ar, t.rel)
+	if err != nil {
+		return nil
+	}
+	p.read += int64(len(b))
+	return &previewFile{content: &b}
+}
+
+// hashRegular is the fingerprint of regular file rel of ar, hashed as it is read (at
+// most maxFileBytes, as readRegular).
+func hashRegular(ar *os.Root, rel string) (string, error) {
+	f, err := openNoWait(ar, rel)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return "", &fs.PathError{Op: "read", Path: rel, Err: errors.New("not a regular file")}
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, maxFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if n > maxFileBytes {
+		return "", &fs.PathError{Op: "read", Path: rel, Err: fmt.Errorf("more than the limit of %d bytes", maxFileBytes)}
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// diff is the unified diff of old to new, or, when either was not read (past
+// maxPreviewRead), a line saying why it is not shown.
+func (p *planPreview) diff(shown string, old, new *previewFile) string {
+	if old.held() && new.held() {
+		return unified(shown, old.bytes(), new.bytes())
+	}
+	return fmt.Sprintf("%s: diff not shown: this plan's previews read their limit of %d MiB of files (what the step expects to find is still checked before it runs)\n",
+		shown, maxPreviewRead>>20)
+}
+
 // PreviewPlan previews the steps of a plan run in conversation for user (its id; ""
 // for no person), in order: a step's preview is nil when it is not a previewable file
 // write, its file cannot be read, or user may not read it (another person's
@@ -168,84 +308,95 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 	} else if a == accessOthers {
 		return make([]*FilePreview, len(calls)), nil
 	}
-	// after: what earlier steps will have left in a file (by area and path).
-	after := map[[2]string]*[]byte{}
+	p := &planPreview{s: s, files: map[[2]string]*previewFile{}, last: map[[2]string]int{}}
+	steps := make([]previewStep, len(calls))
+	for i, pc := range calls {
+		st := &steps[i]
+		st.t, st.change, st.op, st.ok = s.fileStep(c, pc)
+		if !st.ok {
+			continue
+		}
+		st.keys = append(st.keys, [2]string{st.t.area, st.t.rel})
+		if st.op == "rename_file" || st.op == "copy_file" {
+			var in twoPathIn
+			if json.Unmarshal(pc.Arguments, &in) == nil {
+				if to, err := s.resolve(c, "newPath", in.NewPath); err == nil && to.area != "" && to.rel != "." {
+					st.to, st.toOK = to, true
+					st.keys = append(st.keys, [2]string{to.area, to.rel})
+				}
+			}
+		}
+		for _, k := range st.keys {
+			p.last[k] = i
+		}
+	}
 	out := make([]*FilePreview, len(calls))
 	for i, pc := range calls {
 		if err := ctx.Err(); err != nil {
 			return nil, err // a request that ended: each step may read and compare 10 MiB files
 		}
-		t, change, op, ok := s.fileStep(c, pc)
-		if !ok {
+		st := steps[i]
+		if !st.ok {
 			continue
 		}
-		if a, err := s.accessOf(ctx, c, t); err != nil {
+		if a, err := s.accessOf(ctx, c, st.t); err != nil {
 			return nil, err
-		} else if a != accessOwn && a != accessMine {
-			continue
+		} else if a == accessOwn || a == accessMine {
+			out[i] = p.step(ctx, c, st, pc.Arguments)
 		}
-		key := [2]string{t.area, t.rel}
-		if op == "create_directory" {
-			cur, seen := after[key]
-			if !seen {
-				if cur, ok = s.current(t); !ok {
-					continue // a directory already (nothing to do), or unreadable
-				}
-			}
-			if cur != nil {
-				continue // a file is there: the step will fail
-			}
-			out[i] = &FilePreview{Path: t.shown, Diff: "new directory " + t.shown + "/\n"}
-			continue
-		}
-		old, seen := after[key]
-		if !seen {
-			if old, ok = s.current(t); !ok {
-				continue
+		for _, k := range st.keys {
+			if p.last[k] == i {
+				delete(p.files, k)
 			}
 		}
-		if moves[op] {
-			if old == nil {
-				continue // nothing to move or copy: the step will fail
-			}
-			p, dst, next, ok := s.previewMove(ctx, c, op, pc.Arguments, t, *old, after)
-			if !ok {
-				continue
-			}
-			out[i] = p
-			after[dst] = next
-			if op == "rename_file" {
-				after[key] = nil
-			}
-			continue
-		}
-		var oldBytes []byte
-		if old != nil {
-			oldBytes = *old
-		}
-		if op == "create_file" && old != nil && !overwriting(pc.Arguments) {
-			continue // refused when it runs: the file exists
-		}
-		var next *[]byte
-		if op != "delete_file" {
-			if old == nil && op != "create_file" {
-				continue // editing a file that will not exist: the step will fail
-			}
-			nb, _, err := change(t.shown, oldBytes)
-			if err != nil {
-				continue // the step will fail, and say why
-			}
-			next = &nb
-		}
-		var newBytes []byte
-		if next != nil {
-			newBytes = *next
-		}
-		diff := unified(t.shown, oldBytes, newBytes)
-		out[i] = &FilePreview{Path: t.shown, Fingerprint: fingerprint(old), Diff: diff}
-		after[key] = next
 	}
 	return out, nil
+}
+
+// step previews one step (nil: it will fail, or cannot be shown) and notes what it
+// leaves in its files.
+func (p *planPreview) step(ctx context.Context, c Call, st previewStep, args json.RawMessage) *FilePreview {
+	t, key := st.t, [2]string{st.t.area, st.t.rel}
+	old := p.file(t)
+	if old == nil {
+		return nil // a directory, or unreadable
+	}
+	switch {
+	case st.op == "create_directory":
+		if !old.absent {
+			return nil // a file is there: the step will fail
+		}
+		return &FilePreview{Path: t.shown, Diff: "new directory " + t.shown + "/\n"}
+	case moves[st.op]:
+		if old.absent || !st.toOK {
+			return nil // nothing to move or copy: the step will fail
+		}
+		return p.move(ctx, c, st.op, args, t, old, st.to)
+	case st.op == "create_file" && !old.absent && !overwriting(args):
+		return nil // refused when it runs: the file exists
+	}
+	oldFP := old.fingerprint()
+	if oldFP == "" {
+		return nil // what an earlier step leaves is unknown
+	}
+	next := &previewFile{absent: true}
+	if st.op != "delete_file" {
+		if old.absent && st.op != "create_file" {
+			return nil // editing a file that will not exist: the step will fail
+		}
+		if old.held() || st.op == "create_file" {
+			nb, _, err := st.change(t.shown, old.bytes())
+			if err != nil {
+				return nil // the step will fail, and say why
+			}
+			next = &previewFile{content: &nb}
+		} else {
+			next = &previewFile{} // an edit of a file read past the bound: what it leaves is unknown
+		}
+	}
+	diff := p.diff(t.shown, old, next)
+	p.files[key] = next
+	return &FilePreview{Path: t.shown, Fingerprint: oldFP, Diff: diff}
 }
 
 // bounded is diff cut at a line to at most maxPreviewDiff bytes, saying so.
@@ -410,45 +561,46 @@ func wholeDiff(shown string, content []byte, sign byte) string {
 	return cutDiff(b.String(), total)
 }
 
-// previewMove previews a rename_file or copy_file of from (whose content will be
-// content) to its newPath: git's "rename from/to" or "copy from/to" lines, then the
-// diff of what newPath holds (nothing, or what an overwrite replaces) to content. It
-// returns newPath's key in after and its content once the step ran; ok is false when
-// the step will fail or newPath may not be read.
-func (s *Server) previewMove(ctx context.Context, c Call, op string, args json.RawMessage, from target, content []byte,
-	after map[[2]string]*[]byte) (p *FilePreview, key [2]string, next *[]byte, ok bool) {
+// move previews a rename_file or copy_file of from (which holds src) to to: git's
+// "rename from/to" or "copy from/to" lines, then the diff of what to holds (nothing, or
+// what an overwrite replaces) to src; nil when the step will fail or to may not be read.
+func (p *planPreview) move(ctx context.Context, c Call, op string, args json.RawMessage, from target, src *previewFile, to target) *FilePreview {
 	var in twoPathIn
-	if json.Unmarshal(args, &in) != nil {
-		return nil, key, nil, false
+	if json.Unmarshal(args, &in) != nil || op == "rename_file" && (to.area != from.area || p.sameEntry(from, to)) {
+		return nil // refused when it runs: across workspaces, or onto itself
 	}
-	to, err := s.resolve(c, "newPath", in.NewPath)
-	if err != nil || to.area == "" || to.rel == "." || op == "rename_file" && to.area != from.area {
-		return nil, key, nil, false
+	if a, err := p.s.accessOf(ctx, c, to); err != nil || a != accessOwn && a != accessMine {
+		return nil
 	}
-	if a, err := s.accessOf(ctx, c, to); err != nil || a != accessOwn && a != accessMine {
-		return nil, key, nil, false
+	was := p.file(to)
+	if was == nil || !was.absent && !in.Overwrite {
+		return nil // refused when it runs: newPath is a directory, or exists
 	}
-	key = [2]string{to.area, to.rel}
-	was, seen := after[key]
-	if !seen {
-		if was, ok = s.current(to); !ok {
-			return nil, key, nil, false
-		}
-	}
-	if was != nil && !in.Overwrite {
-		return nil, key, nil, false // refused when it runs: newPath exists
-	}
-	var wasBytes []byte
-	if was != nil {
-		wasBytes = *was
+	srcFP, wasFP := src.fingerprint(), was.fingerprint()
+	if srcFP == "" || wasFP == "" {
+		return nil // what an earlier step leaves is unknown
 	}
 	verb := "copy"
 	if op == "rename_file" {
 		verb = "rename"
 	}
-	head := fmt.Sprintf("%s from %s\n%s to %s\n", verb, from.shown, verb, to.shown)
-	diff := head + unified(to.shown, wasBytes, content)
-	return &FilePreview{Path: from.shown, Fingerprint: moveFingerprint(fingerprint(&content), fingerprint(was)), Diff: diff}, key, &content, true
+	diff := fmt.Sprintf("%s from %s\n%s to %s\n", verb, from.shown, verb, to.shown) + p.diff(to.shown, was, src)
+	p.files[[2]string{to.area, to.rel}] = &previewFile{content: src.content, fp: srcFP}
+	if op == "rename_file" {
+		p.files[[2]string{from.area, from.rel}] = &previewFile{absent: true}
+	}
+	return &FilePreview{Path: from.shown, Fingerprint: moveFingerprint(srcFP, wasFP), Diff: diff}
+}
+
+// sameEntry reports whether a rename from from to to names one directory entry twice,
+// which the rename refuses (files.go sameEntry).
+func (p *planPreview) sameEntry(from, to target) bool {
+	ar, err := p.s.openArea(from.area)
+	if err != nil {
+		return false
+	}
+	defer ar.Close()
+	return sameEntry(ar, from.rel, to.rel)
 }
 
 // Fingerprint is the fingerprint of the file a previewable call changes, as it is now

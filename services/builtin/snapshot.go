@@ -52,6 +52,19 @@ type snapEntry struct {
 	SHA256 string `json:"sha256,omitempty"`
 }
 
+// fingerprint is what e kept as a preview's fingerprint reads it: "absent", the
+// SHA-256 of a file, or "" for what a fingerprint does not describe (a directory, a
+// symlink, an old manifest's file without its SHA-256).
+func (e snapEntry) fingerprint() string {
+	switch {
+	case !e.Existed:
+		return "absent"
+	case e.Blob != "" && e.Link == "" && !e.Dir && e.SHA256 != "":
+		return "sha256:" + e.SHA256
+	}
+	return ""
+}
+
 // keptMode are the mode bits a snapshot keeps and a restore sets again.
 const keptMode = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
@@ -516,23 +529,32 @@ func (sn *snapshot) close() {
 var errNoSnapshot = errors.New("no snapshot")
 
 // manifest reads snapshot id's manifest from store, refusing one that another
-// conversation than c's took.
+// conversation than c's took with the very error of an id that is not there: an id
+// guessed or seen tells nothing of which ids other conversations use.
 func manifest(store *os.Root, c Call, id string) (snapManifest, error) {
+	m, err := readManifest(store, id)
+	if err == nil && m.Conversation != c.ConversationID {
+		return snapManifest{}, noSnapshot(id)
+	}
+	return m, err
+}
+
+func noSnapshot(id string) error { return fmt.Errorf("snapshotId: %w %s", errNoSnapshot, id) }
+
+// readManifest reads snapshot id's manifest from store, whichever conversation took it.
+func readManifest(store *os.Root, id string) (snapManifest, error) {
 	var m snapManifest
 	if !safeName.MatchString(id) {
 		return m, fmt.Errorf("snapshotId: %q is not a snapshot id", id)
 	}
 	b, err := store.ReadFile(filepath.Join(id, manifestName))
 	if errors.Is(err, fs.ErrNotExist) {
-		return m, fmt.Errorf("snapshotId: %w %s", errNoSnapshot, id)
+		return m, noSnapshot(id)
 	} else if err != nil {
 		return m, err
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("snapshot %s: %w", id, err)
-	}
-	if m.Conversation != c.ConversationID {
-		return m, fmt.Errorf("snapshotId: snapshot %s belongs to another conversation", id)
 	}
 	return m, nil
 }
@@ -603,9 +625,9 @@ func (s *Server) SnapshotGone(conversation, id string) (string, error) {
 		return gone, nil // no store: no snapshot was kept since it was made
 	}
 	defer store.Close()
-	c := Call{}
-	c.ConversationID = conversation
-	if _, err := manifest(store, c, id); errors.Is(err, errNoSnapshot) {
+	// Whose it is is the restore's to check (it answers another conversation's id as
+	// one that is not there): here only whether it is there.
+	if _, err := readManifest(store, id); errors.Is(err, errNoSnapshot) {
 		return gone, nil
 	}
 	return "", nil
@@ -640,10 +662,16 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	// snapshot of its own), and that write may trim the store, whose oldest snapshot
 	// may be this one.
 	defer s.pinSnapshot(id)()
+	// Whose it is comes first: finishing another conversation's snapshot, or saying its
+	// write still runs, would tell this one that the id is in use. (A snapshot with no
+	// manifest yet is not there to restore: it was taken of nothing changed so far.)
+	if _, err := manifest(store, c, id); err != nil {
+		return nil, nil, err
+	}
 	if _, err := s.finishAbandoned(store, id); err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s cannot be restored now: %w; try again when it has", id, err)
 	}
-	m, err := manifest(store, c, id)
+	m, err := manifest(store, c, id) // again: finishing it may have dropped paths, or all of them
 	if err != nil {
 		return nil, nil, err
 	}
