@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -251,6 +252,9 @@ func (c *checker) name(name string) {
 			"name %q contains \"__\", which Toolwarden uses to join server and tool (server__tool); the qualified name will be hard to read and may be ambiguous.",
 			quoteName(name)))
 	}
+	// The model reads the name with the description; a name that spells an
+	// order ("ignore_all_previous_instructions") is one.
+	c.nameText("/name", func() string { return "name" }, name)
 }
 
 func containsString(ss []string, s string) bool {
@@ -445,7 +449,8 @@ func (c *checker) annotations(raw json.RawMessage) {
 // that a model reads: descriptions, titles, enum values, defaults, examples,
 // and every other string a keyword holds ($comment, format, pattern, x-...
 // and unknown keywords, with the objects under them), since clients pass the
-// whole schema to the model. Types, references and property names get only the
+// whole schema to the model. Property and definition names are read as text
+// too (nameText); types, references and required names get only the
 // hidden-characters check. It also reports patterns that Go's regexp cannot run.
 func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, depth int) {
 	if depth > maxDepth {
@@ -489,6 +494,20 @@ func (c *checker) schemaTexts(root any, side string, o *Object, ptr string, dept
 		for _, k := range pp.keys {
 			c.pattern(join(ptr, "patternProperties", k), where, k)
 			c.scanText(join(ptr, "patternProperties", k), "pattern of "+where, k)
+		}
+	}
+	// Clients hand property and definition names to the model with the rest of
+	// the schema, so a name can carry an order as well as a description can.
+	for _, k := range []string{"properties", "$defs", "definitions", "dependentSchemas", "dependencies"} {
+		m := o.Object(k)
+		for _, name := range m.Keys() {
+			at := join(ptr, k, name)
+			c.nameText(at, func() string {
+				if k == "dependentSchemas" || k == "dependencies" {
+					return fmt.Sprintf("%s name %q of %s", k, quoteName(name), where)
+				}
+				return "name of " + place(side, at)
+			}, name)
 		}
 	}
 	forEachSubschema(o, ptr, func(sub *Object, p string) { c.schemaTexts(root, side, sub, p, depth+1) })
@@ -639,8 +658,15 @@ func (c *checker) params(root any, o *Object, ptr string, nested bool, depth int
 		pp := join(ptr, "properties", name)
 		where := place("input", pp)
 		if !paramName.MatchString(name) {
-			c.add(pp, "param_name", SeverityWarning, fmt.Sprintf(
-				"%s does not match ^[a-zA-Z0-9_.-]{1,64}$, which model APIs require of parameter names; clients that forward the tool to them will fail.", where))
+			// A name with spaces or over 64 characters is prose, which the model
+			// reads as such and no model API accepts: it blocks. Other characters
+			// ("@type", "a/b") only break clients that forward the tool.
+			sev, why := SeverityWarning, "clients that forward the tool to them will fail"
+			if utf8.RuneCountInString(name) > 64 || strings.IndexFunc(name, unicode.IsSpace) >= 0 {
+				sev, why = SeverityError, "a name with spaces or over 64 characters is text the model reads, not a name, and model APIs refuse the tool"
+			}
+			c.add(pp, "param_name", sev, fmt.Sprintf(
+				"%s does not match ^[a-zA-Z0-9_.-]{1,64}$, which model APIs require of parameter names; %s.", where, why))
 		}
 		if h := scanHidden(name); h.first >= 0 {
 			c.add(pp, "hidden_characters", SeverityCritical, fmt.Sprintf(

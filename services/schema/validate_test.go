@@ -98,8 +98,12 @@ func TestRules(t *testing.T) {
 		{"nested param undescribed", input(`{"type": "object", "properties": {"opts": {"type": "object", "description": "Options.", "properties": {"depth": {"type": "integer"}}}}}`), "param_undescribed", "/inputSchema/properties/opts/properties/depth", SeverityInfo},
 		{"definition param undescribed", input(`{"type": "object", "properties": {"opts": {"$ref": "#/$defs/Opts", "description": "Options."}}, "$defs": {"Opts": {"type": "object", "properties": {"depth": {"type": "integer"}}}}}`), "param_undescribed", "/inputSchema/$defs/Opts/properties/depth", SeverityInfo},
 		{"param name valid", input(`{"type": "object", "properties": {"file.path-x_1": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file.path-x_1", ""},
-		{"param name with space", input(`{"type": "object", "properties": {"file path": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file path", SeverityWarning},
+		{"param name with space", input(`{"type": "object", "properties": {"file path": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file path", SeverityError},
+		{"param name with line break", input(`{"type": "object", "properties": {"file\npath": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/file\npath", SeverityError},
+		{"param name of 64 characters", input(`{"type": "object", "properties": {"` + strings.Repeat("x", 64) + `": {"type": "string", "description": "Path."}}}`), "param_name", "", ""},
+		{"param name over 64 characters", input(`{"type": "object", "properties": {"` + strings.Repeat("x", 65) + `": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/" + strings.Repeat("x", 64) + "…", SeverityError},
 		{"param name with slash", input(`{"type": "object", "properties": {"a/b": {"type": "string", "description": "Path."}}}`), "param_name", "/inputSchema/properties/a~1b", SeverityWarning},
+		{"param name with @", input(`{"type": "object", "properties": {"@type": {"type": "string", "description": "Type."}}}`), "param_name", "/inputSchema/properties/@type", SeverityWarning},
 
 		{"required known", input(`{"type": "object", "properties": {"path": {"type": "string", "description": "Path."}}, "required": ["path"]}`), "required_unknown", "", ""},
 		{"required unknown", input(`{"type": "object", "properties": {"path": {"type": "string", "description": "Path."}}, "required": ["path", "mode"]}`), "required_unknown", "/inputSchema/required/1", SeverityError},
@@ -448,7 +452,7 @@ func TestFindingsBounded(t *testing.T) {
 		worst  Severity
 	}{
 		{"long definition name", hostileProps(long, 2_000, func(i int) string { return fmt.Sprintf(`"p%d":{}`, i) }, ""), SeverityWarning},
-		{"long property names", hostileProps("", 500, func(i int) string { return fmt.Sprintf(`"%s%d":{}`, long, i) }, ""), SeverityWarning},
+		{"long property names", hostileProps("", 500, func(i int) string { return fmt.Sprintf(`"%s%d":{}`, long, i) }, ""), SeverityError},
 		{"hidden characters in names", hostileProps("", 2_000, func(i int) string { return fmt.Sprintf(`"%s%d":{"type":"string"}`, hidden, i) }, ""), SeverityCritical},
 		{"names that JSON escapes", hostileProps("", 300, func(i int) string {
 			n := strings.Repeat(`\u0001<`, 500)
