@@ -77,6 +77,12 @@ type ToolSpec struct {
 	Annotations *mcp.ToolAnnotations `json:"annotations,omitempty"`
 	// Reply is the text content returned when the tool is called; empty means "ok".
 	Reply string `json:"reply,omitempty"`
+	// OutputSchema, when set, is the tool's output schema.
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Structured, when set, is the structuredContent returned with Reply, sent as
+	// written (compact JSON without <, > or &, which the SDK's encoder would escape),
+	// so a test can compare what a client receives with it byte for byte.
+	Structured json.RawMessage `json:"structured,omitempty"`
 }
 
 // Server is a test MCP server. Its tool set may be changed while clients are
@@ -460,10 +466,18 @@ func (s *Server) SetTool(spec ToolSpec) {
 		InputSchema: schema,
 		Annotations: ann,
 	}
+	if len(spec.OutputSchema) > 0 {
+		tool.OutputSchema = slices.Clone(spec.OutputSchema)
+	}
+	structured := slices.Clone(spec.Structured)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mcp.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return textResult(reply), nil
+		res := textResult(reply)
+		if len(structured) > 0 {
+			res.StructuredContent = structured
+		}
+		return res, nil
 	})
 	s.names[spec.Name] = struct{}{}
 }
@@ -473,6 +487,9 @@ func (s *Server) SetTool(spec ToolSpec) {
 func (spec ToolSpec) validate() error {
 	if spec.Name == "" {
 		return errors.New("mcptest: tool name is empty")
+	}
+	if (len(spec.OutputSchema) > 0 && !json.Valid(spec.OutputSchema)) || (len(spec.Structured) > 0 && !json.Valid(spec.Structured)) {
+		return fmt.Errorf("mcptest: tool %q: outputSchema or structured is not JSON", spec.Name)
 	}
 	if len(spec.InputSchema) == 0 {
 		return nil

@@ -521,6 +521,9 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	result := &Result{CallID: callID, ToolID: e.t.ID, Tool: e.t.QualifiedName(), Content: normalize(out.Content),
 		IsError: out.IsError, Attempts: attempts, Risk: e.risk.Level}
 	if out.StructuredContent != nil {
+		// A server's structuredContent is the json.RawMessage it sent (the SDK fork's
+		// thirteenth change, third_party/go-sdk/TOOLWARDEN.md): this compacts it, keeping
+		// numbers past float64's precision digit for digit, for the check, mask and callers.
 		if result.StructuredContent, err = json.Marshal(out.StructuredContent); err != nil {
 			return nil, rec.failed(mask.err(fail(CodeUpstream, "the server's structured content is not JSON: %v", err)))
 		}

@@ -393,6 +393,10 @@ func (x *CallToolResult) UnmarshalJSON(data []byte) error {
 		res
 		Content    []*wireContent `json:"content"`
 		ResultType resultType     `json:"resultType"`
+		// Kept as the server sent it (Toolwarden): decoded into any, its numbers
+		// became float64 and lost digits (12345678901234567890, 2^53+1) when the
+		// result was encoded again.
+		StructuredContent json.RawMessage `json:"structuredContent,omitempty"` // shadows res.StructuredContent
 	}
 	if err := internaljson.Unmarshal(data, &wire); err != nil {
 		return err
@@ -402,6 +406,10 @@ func (x *CallToolResult) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	wire.res.resultType = wire.ResultType
+	if len(wire.StructuredContent) > 0 && string(wire.StructuredContent) != "null" {
+		// A JSON null stays a nil StructuredContent, as it decoded before.
+		wire.res.StructuredContent = wire.StructuredContent
+	}
 	*x = CallToolResult(wire.res)
 	return nil
 }
