@@ -145,7 +145,8 @@ func cmdAuditVerify(ctx context.Context, args []string, stdin io.Reader, stdout,
 	res, cpNote, err := auditVerify(ctx, c, *cpFlag, *pubFlag, checkpointKeyPath(c, *keyFile), workers, stdin, stderr)
 	if err != nil {
 		var altered alteredCheckpoint
-		if errors.Is(err, audit.ErrCheckpointSignature) || errors.As(err, &altered) {
+		// ErrMalformedLog: an entry cannot be read (the table was altered), tampering.
+		if errors.Is(err, audit.ErrCheckpointSignature) || errors.As(err, &altered) || errors.Is(err, audit.ErrMalformedLog) {
 			return codedError{exitVerifyFailed, err}
 		}
 		return codedError{exitCouldNotVerify, err}

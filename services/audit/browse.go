@@ -64,6 +64,24 @@ func ActionGroup(action string) string {
 // Results are the values of the result filter.
 var Results = []string{ResultSuccess, ResultFailure, ResultDenied}
 
+// ActorKindPerson is the actor_kind filter's value for a person's own acts, signed in
+// (ActorUser) or through one of their API tokens (ActorToken).
+const ActorKindPerson = "person"
+
+// ActorKinds are the values of the actor_kind filter.
+var ActorKinds = []string{ActorKindPerson, ActorUser, ActorToken, ActorSystem, ActorAnonymous}
+
+// ActorKindFilter is the actor_kind filter that goes with actor_name for "every entry
+// under this name" from an entry of kind: a person's (signed in or by token), or
+// Toolwarden's own, or what was typed at a failed sign-in, so that a user named
+// "system" and Toolwarden are not mixed.
+func ActorKindFilter(kind string) string {
+	if kind == ActorUser || kind == ActorToken {
+		return ActorKindPerson
+	}
+	return kind
+}
+
 // Page sizes of the browser.
 const (
 	DefaultLimit = 50
@@ -73,6 +91,9 @@ const (
 // Filter selects entries. Zero fields select everything.
 type Filter struct {
 	Actor string // the actor's name (a username, "system")
+	// ActorKind is one of ActorKinds: ActorKindPerson (user or token) or one kind. With
+	// Actor it tells a user named "system" from Toolwarden.
+	ActorKind string
 	// Action is a group (Groups) or one exact action ("user.login").
 	Action     string
 	TargetType string
@@ -92,10 +113,13 @@ type Filter struct {
 	matches []int64
 	// brief leaves the payloads out (ListBrief).
 	brief bool
+	// through, when not 0, is the newest id selected: an export's head at its start, so
+	// entries committed while it runs are not in it.
+	through int64
 }
 
 // filterFields are the query parameters of a filter, in the order Query writes them.
-var filterFields = []string{"actor", "action", "target_type", "target_id", "result", "request_id", "q", "from", "to"}
+var filterFields = []string{"actor", "actor_kind", "action", "target_type", "target_id", "result", "request_id", "q", "from", "to"}
 
 // ParseFilter reads a filter from query parameters (the page's URL, the API's). A bad
 // value is a *verr.Error naming its parameter.
@@ -105,6 +129,9 @@ func ParseFilter(v url.Values) (Filter, error) {
 	get := func(k string) string { return strings.TrimSpace(v.Get(k)) }
 	f.Actor, f.TargetType, f.TargetID, f.RequestID = get("actor"), get("target_type"), get("target_id"), get("request_id")
 	f.Action, f.Result, f.Q = get("action"), get("result"), get("q")
+	if f.ActorKind = get("actor_kind"); f.ActorKind != "" && !slices.Contains(ActorKinds, f.ActorKind) {
+		ve.Add("actor_kind", "must be "+strings.Join(ActorKinds, ", "))
+	}
 	for _, k := range []string{"actor", "action", "target_type", "target_id", "request_id"} {
 		if utf8.RuneCountInString(get(k)) > 200 { // characters, as the form's maxlength counts them
 			ve.Add(k, "is longer than 200 characters")
@@ -201,6 +228,8 @@ func (f Filter) Query() url.Values {
 		switch k {
 		case "actor":
 			s = f.Actor
+		case "actor_kind":
+			s = f.ActorKind
 		case "action":
 			s = f.Action
 		case "target_type":
@@ -242,6 +271,13 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.Actor != "" {
 		add("actor_name = $?", f.Actor)
+	}
+	switch f.ActorKind {
+	case "":
+	case ActorKindPerson:
+		conds = append(conds, "actor_kind IN ('user', 'token')")
+	default:
+		add("actor_kind = $?", f.ActorKind)
 	}
 	switch {
 	case f.Action == "":
@@ -296,6 +332,9 @@ func (f Filter) where() (string, []any) {
 	}
 	if f.After > 0 {
 		add("id > $?", f.After)
+	}
+	if f.through > 0 {
+		add("id <= $?", f.through)
 	}
 	if len(conds) == 0 {
 		return "", nil
@@ -459,19 +498,42 @@ func (l *Log) ListBrief(ctx context.Context, f Filter) (Page, error) {
 // briefColumns are recordColumns without the payload (NULL: Payload is nil).
 var briefColumns = strings.Replace(recordColumns, " payload,", " NULL::json AS payload,", 1)
 
-// query runs the select of up to limit entries of f.
+// query runs the select of up to limit entries of f. With words, each row also says
+// whether it holds them (matched, scanRow): the word index (audit_search) is a table
+// of its own, outside the chain, that whoever can write the database can edit, so an
+// entry it names is checked against the entry's own words (audit_search_doc, migration
+// 58) before it is shown. Computed for the rows returned only, not every row read.
 func (l *Log) query(ctx context.Context, q db.Querier, f Filter, limit int) (pgx.Rows, error) {
 	cols := recordColumns
 	if f.brief {
 		cols = briefColumns
 	}
 	where, args := f.where()
+	if f.Q != "" {
+		args = append(args, f.Q)
+		cols += `, coalesce(audit_search_doc(actor_name, action, target_type, target_id, target_name, payload)
+			@@ plainto_tsquery('simple'::regconfig, $` + strconv.Itoa(len(args)) + `), false) AS matched`
+	}
 	args = append(args, limit)
 	return q.Query(ctx, `/* audit.List */ SELECT `+cols+` FROM audit_log`+where+
 		f.order()+` LIMIT $`+strconv.Itoa(len(args)), args...)
 }
 
-// list is List without indexing for search first, on q.
+// queryRow is a row of query: the entry, and whether it holds the words (nil: no words).
+type queryRow struct {
+	Record
+	Matched *bool `db:"matched"`
+}
+
+// scanRow reads a row of query, and whether it is to be shown: an entry the word index
+// named for words it does not hold is not.
+func scanRow(rows pgx.Rows) (Record, bool, error) {
+	r, err := pgx.RowToStructByNameLax[queryRow](rows)
+	return r.Record, r.Matched == nil || *r.Matched, err
+}
+
+// list is List without indexing for search first, on q. An entry the word index named
+// wrongly is left out (scanRow), and still counts for where the next page starts.
 func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -493,17 +555,27 @@ func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	}
 	defer rows.Close()
 	var recs []Record
-	size := 0
+	size, read := 0, 0
+	var last int64 // the last row of the page read, shown or not
 	for rows.Next() {
-		r, err := pgx.RowToStructByName[Record](rows)
+		r, show, err := scanRow(rows)
 		if err != nil {
 			return Page{}, fmt.Errorf("audit: list: %w", err)
+		}
+		if read++; read > limit {
+			// One past the page: there is a next one.
+			rows.Close()
+			return Page{Items: recs, NextCursor: last}, nil
+		}
+		last = r.ID
+		if !show {
+			continue
 		}
 		recs = append(recs, r)
 		// Payloads can be large (an export's batches are bounded so too): a page
 		// stops once its entries hold listPageBytes, shorter than its limit, and
 		// the next page starts after its last entry.
-		if size += recordSize(r); size >= listPageBytes && len(recs) <= limit {
+		if size += recordSize(r); size >= listPageBytes {
 			rows.Close()
 			return Page{Items: recs, NextCursor: r.ID}, nil
 		}
@@ -511,12 +583,7 @@ func (l *Log) list(ctx context.Context, q querier, f Filter) (Page, error) {
 	if err := rows.Err(); err != nil {
 		return Page{}, fmt.Errorf("audit: list: %w", err)
 	}
-	p := Page{Items: recs}
-	if len(recs) > limit {
-		p.Items = recs[:limit]
-		p.NextCursor = recs[limit-1].ID
-	}
-	return p, nil
+	return Page{Items: recs}, nil
 }
 
 // listPageBytes bounds the entries one page of List holds (about, by recordSize), so

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/toolwarden/toolwarden/services/db"
 )
@@ -78,19 +80,41 @@ func (r Record) Export() ExportEntry {
 var csvHeader = []string{"id", "at", "actor_kind", "actor_id", "actor_name", "action", "group", "target_type", "target_id",
 	"target_name", "result", "ip", "request_id", "payload", "prev_hash", "hash"}
 
+// exportStatementTimeout bounds each statement of an export's batches (statement_timeout
+// in the batch's transaction): a batch is a keyset read of at most exportBatch entries
+// (milliseconds), and the costliest statement, the lookup of a common old word's matches
+// (exportAhead of them at once), took about a second at 10 M entries; a minute leaves
+// room for a loaded database, yet a statement the planner got badly wrong does not run
+// on (and hold its connection) for as long as the download lasts. A variable for tests.
+var exportStatementTimeout = time.Minute
+
 // each calls fn for every entry f selects, newest first, reading them in batches by
 // keyset (f's cursor and limit are ignored) and calling fn for a batch's entries once
-// it is read and its connection released: memory stays one batch (exportBatchBytes),
-// and entries appended meanwhile are not included. batchDone (unless nil) is called
-// after each batch's entries. It stops at the first error.
+// it is read and its connection released: memory stays one batch (exportBatchBytes).
+// It is a snapshot: the newest id when it starts bounds every batch, so an entry that
+// commits meanwhile is in none (ids are handed out under the journal lock, so every id
+// up to the newest committed one is committed too); in time order such an entry could
+// otherwise sort into a later batch. Each batch's statements run in a read-only
+// transaction whose statements stop after exportStatementTimeout. An entry the word
+// index names wrongly is left out (scanRow). batchDone (unless nil) is called after
+// each batch's entries. It stops at the first error.
 func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDone func() error) error {
 	f.Cursor, f.After, f.Limit = 0, 0, exportBatch
-	// Indexed once: what is appended meanwhile is newer than the first page anyway.
+	// Indexed once: what is appended meanwhile is past the head anyway.
 	if err := l.indexed(ctx, f); err != nil {
 		return err
 	}
-	f, err := l.searchable(ctx, l.pool, f)
-	if err != nil {
+	if err := l.exportTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, `/* audit.export.head */ SELECT coalesce(max(id), 0) FROM audit_log`).Scan(&f.through); err != nil {
+			return fmt.Errorf("audit: export: %w", err)
+		}
+		if f.through == 0 {
+			return nil // an empty log
+		}
+		var err error
+		f, err = l.searchable(ctx, tx, f)
+		return err
+	}); err != nil || f.through == 0 {
 		return err
 	}
 	// Words in many entries are found batch by batch as a page finds them (manyMatches):
@@ -102,40 +126,49 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 	aheadAll := false // ahead holds every match left
 	limit := exportFirstBatch
 	for {
-		g := f
-		if many && !walk {
-			if len(ahead) == 0 {
-				if aheadAll {
-					return nil
+		var b exportBatchRead
+		done := false
+		err := l.exportTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			g := f
+			if many && !walk {
+				if len(ahead) == 0 {
+					if aheadAll {
+						done = true
+						return nil
+					}
+					ids, w, err := l.manyMatches(ctx, tx, f, limit, exportAhead, 0)
+					if err != nil {
+						return err
+					}
+					// Fewer than a batch, or a lookup's that did not fill: the last of them.
+					ahead, walk, aheadAll = ids, w, len(ids) != limit && len(ids) < exportAhead
+					if !walk && len(ids) == 0 {
+						done = true
+						return nil
+					}
 				}
-				ids, w, err := l.manyMatches(ctx, l.pool, f, limit, exportAhead, 0)
-				if err != nil {
-					return err
-				}
-				// Fewer than a batch, or a lookup's that did not fill: the last of them.
-				ahead, walk, aheadAll = ids, w, len(ids) != limit && len(ids) < exportAhead
-				if !walk && len(ids) == 0 {
-					return nil
+				if !walk {
+					g.matches = ahead[:min(limit, len(ahead))]
 				}
 			}
-			if !walk {
-				g.matches = ahead[:min(limit, len(ahead))]
-			}
-		}
-		batch, size, more, err := l.batchOf(ctx, g, limit)
+			var err error
+			b, err = l.batchOf(ctx, tx, g, limit)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		if len(batch) == 0 {
+		if done || b.read == 0 {
 			return nil
 		}
+		more := b.more
 		if many && !walk {
 			// Only here do the matches come from ahead; a few words' matches (f.matches,
 			// found at once) are read on by the keyset as any filter's rows are.
-			ahead = ahead[len(batch):] // in the same order as the batch
+			ahead = ahead[b.read:] // in the same order as the rows read
 			more = len(ahead) > 0 || !aheadAll
 		}
-		n, last := len(batch), batch[len(batch)-1].ID
+		batch := b.recs
 		for i := range batch {
 			if err := fn(batch[i]); err != nil {
 				return err
@@ -150,37 +183,69 @@ func (l *Log) each(ctx context.Context, f Filter, fn func(Record) error, batchDo
 		if !more {
 			return nil
 		}
-		f.Cursor = last
+		f.Cursor = b.last
 		// As many entries as half the bytes allowed hold, at their size so far.
-		limit = min(max(exportBatchBytes/2/max(size/n, 1), 1), exportBatch)
+		limit = min(max(exportBatchBytes/2/max(b.size/max(len(batch), 1), 1), 1), exportBatch)
 	}
 }
 
-// batchOf reads up to limit entries of f, stopping early once they hold
-// exportBatchBytes, and returns them with their size and whether entries may follow.
-// The rows are closed (the connection released) before it returns.
-func (l *Log) batchOf(ctx context.Context, f Filter, limit int) (batch []Record, size int, more bool, err error) {
-	rows, err := l.query(ctx, l.pool, f, limit)
+// exportTx runs fn in a read-only transaction whose statements stop after
+// exportStatementTimeout; one stopped so is said as such.
+func (l *Log) exportTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	err := pgx.BeginTxFunc(ctx, l.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
+			strconv.FormatInt(max(exportStatementTimeout.Milliseconds(), 1), 10)); err != nil {
+			return err
+		}
+		return fn(ctx, tx)
+	})
+	var pe *pgconn.PgError
+	if err != nil && ctx.Err() == nil && errors.As(err, &pe) && pe.Code == "57014" /* query_canceled */ {
+		return fmt.Errorf("audit: export: a batch took longer than %s (the database is busy, or the filters need narrowing): %w", exportStatementTimeout, err)
+	}
+	return err
+}
+
+// exportBatchRead is one batch of an export as batchOf read it.
+type exportBatchRead struct {
+	recs []Record // the entries to write
+	size int      // about the memory recs hold
+	read int      // the rows read, recs and those the word index named wrongly
+	last int64    // the id of the last row read: the next batch's cursor
+	more bool     // entries may follow
+}
+
+// batchOf reads up to limit entries of f on q, stopping early once they hold
+// exportBatchBytes. The rows are closed before it returns.
+func (l *Log) batchOf(ctx context.Context, q db.Querier, f Filter, limit int) (b exportBatchRead, err error) {
+	rows, err := l.query(ctx, q, f, limit)
 	if err != nil {
-		return nil, 0, false, fmt.Errorf("audit: list: %w", err)
+		return b, fmt.Errorf("audit: list: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r, err := pgx.RowToStructByName[Record](rows)
+		r, show, err := scanRow(rows)
 		if err != nil {
-			return nil, 0, false, fmt.Errorf("audit: list: %w", err)
+			return b, fmt.Errorf("audit: list: %w", err)
 		}
-		batch = append(batch, r)
-		size += recordSize(r)
-		if size >= exportBatchBytes && len(batch) < limit {
+		b.read++
+		b.last = r.ID
+		if !show {
+			continue
+		}
+		b.recs = append(b.recs, r)
+		b.size += recordSize(r)
+		if b.size >= exportBatchBytes && b.read < limit {
 			rows.Close()
-			return batch, size, true, nil
+			b.more = true
+			return b, nil
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, false, fmt.Errorf("audit: list: %w", err)
+		return b, fmt.Errorf("audit: list: %w", err)
 	}
-	return batch, size, len(batch) == limit, nil
+	b.more = b.read == limit
+	return b, nil
 }
 
 // recordSize is about how much memory r holds.

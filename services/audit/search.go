@@ -181,6 +181,10 @@ func (l *Log) manyMatches(ctx context.Context, q querier, f Filter, n, ahead, mo
 			margs = append(margs, f.After)
 			mconds = append(mconds, "id > $"+strconv.Itoa(base+len(margs)))
 		}
+		if f.through > 0 {
+			margs = append(margs, f.through)
+			mconds = append(mconds, "id <= $"+strconv.Itoa(base+len(margs)))
+		}
 		return `SELECT id AS sid FROM audit_search WHERE ` + strings.Join(mconds, " AND "), margs
 	}
 	matches, margs := matchesFrom(len(args))

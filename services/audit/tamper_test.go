@@ -149,6 +149,16 @@ func TestTamperingAsSuperuser(t *testing.T) {
 		}, wantBad: 0, wantBadCP: n, reasonCP: "rewritten"},
 		{name: "empty", tamper: func(t *testing.T, p *pgxpool.Pool) { asSuperuser(t, p, `TRUNCATE audit_log`) },
 			wantBad: 0, wantBadCP: 1, reasonCP: "the table was emptied"},
+		// The table's definition altered too: a NULL where the log never writes one is this
+		// entry's problem, and the walk goes on (it once stopped the check unnamed).
+		{name: "NULL column", tamper: func(t *testing.T, p *pgxpool.Pool) {
+			asSuperuser(t, p, `ALTER TABLE audit_log ALTER COLUMN ip DROP NOT NULL`, `UPDATE audit_log SET ip = NULL WHERE id = 5`)
+		}, wantBad: 5, wantBadCP: 5, reason: "its ip is NULL", reasonCP: "its ip is NULL"},
+		// An empty result hashes as a success does (entries before results were recorded):
+		// entry 5 is a success, so its hash still holds, and the value alone gives it away.
+		{name: "empty result", tamper: func(t *testing.T, p *pgxpool.Pool) {
+			asSuperuser(t, p, `ALTER TABLE audit_log DROP CONSTRAINT audit_log_result_check`, `UPDATE audit_log SET result = '' WHERE id = 5`)
+		}, wantBad: 5, wantBadCP: 5, reason: `its result is ""`, reasonCP: `its result is ""`},
 	}
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/toolwarden/toolwarden/services/db"
@@ -62,6 +63,12 @@ type Problem struct {
 	ID     int64  `json:"id"`
 	Reason string `json:"reason"`
 }
+
+// ErrMalformedLog means an entry could not be read at all as the log writes it (its id
+// is not a bigint, or a column the check reads is gone): the table's definition was
+// altered, which only its owner or a superuser can do. It is tampering, not a check that
+// could not run: verify exits 1 on it, and the page records it as a failed check.
+var ErrMalformedLog = errors.New("audit: the audit_log table was altered")
 
 // MaxReported bounds the problems and gaps a VerifyResult lists (all are counted).
 const MaxReported = 100
@@ -124,7 +131,8 @@ func GapList(gaps []Gap) string {
 // Verify walks the whole chain, recomputing every hash and link, and reports the first
 // entry that does not match. q is a pool (then it is VerifyWith with the default
 // options) or a connection or transaction (then one worker reads on it).
-func Verify(ctx context.Context, q db.Querier) (VerifyResult, error) {
+func Verify(ctx context.Context, q db.Querier) (res VerifyResult, err error) {
+	defer func() { res = notOKOnError(res, err) }()
 	switch c := q.(type) {
 	case *pgxpool.Pool:
 		return VerifyWith(ctx, c, VerifyOptions{})
@@ -138,7 +146,8 @@ func Verify(ctx context.Context, q db.Querier) (VerifyResult, error) {
 // opt.Workers connections read (binary COPY, one consistent snapshot for all) and hash
 // at once; the links between ranges are checked at the seams. With opt.Checkpoint it
 // also checks that the chain still reaches that signed head.
-func VerifyWith(ctx context.Context, q *pgxpool.Pool, opt VerifyOptions) (VerifyResult, error) {
+func VerifyWith(ctx context.Context, q *pgxpool.Pool, opt VerifyOptions) (res VerifyResult, err error) {
+	defer func() { res = notOKOnError(res, err) }()
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -154,6 +163,16 @@ func VerifyWith(ctx context.Context, q *pgxpool.Pool, opt VerifyOptions) (Verify
 	}
 	defer conn.Release()
 	return verify(ctx, conn.Conn(), q, opt)
+}
+
+// notOKOnError is res, or, when the check failed with err, a result that is not OK and
+// says why: a caller that looks at the result alone must not take a check that did not
+// finish for one that passed.
+func notOKOnError(res VerifyResult, err error) VerifyResult {
+	if err == nil {
+		return res
+	}
+	return VerifyResult{Reason: "the check could not finish: " + err.Error()}
 }
 
 func verifyOnConn(ctx context.Context, conn *pgx.Conn, opt VerifyOptions) (VerifyResult, error) {
@@ -190,7 +209,7 @@ func verify(ctx context.Context, conn *pgx.Conn, pool *pgxpool.Pool, opt VerifyO
 	if err := conn.QueryRow(ctx, `/* audit.Verify.extent */ SELECT coalesce(min(id), 1), coalesce(max(id), 0),
 		(SELECT count(*) FROM audit_log WHERE id < 1), (SELECT reltuples FROM pg_class WHERE oid = 'audit_log'::regclass)
 		FROM audit_log`).Scan(&minID, &maxID, &below, &estimate); err != nil {
-		return res, fmt.Errorf("audit: verify: %w", err)
+		return res, fmt.Errorf("audit: verify: %w", altered(err))
 	}
 	workers := opt.Workers
 	if pool == nil || !own {
@@ -372,6 +391,7 @@ type chunk struct {
 	firstID, lastID int64
 	firstPrev       []byte // the first row's prev_hash: its link is checked at the seam
 	firstHashBad    bool   // the first row's own hash does not match
+	firstReason     string // the first row is malformed (rowProblem.reason)
 	lastHash        []byte
 	problems        []rowProblem // rows after the first that do not verify (first MaxReported)
 	problemCount    int64
@@ -390,6 +410,7 @@ type mark struct {
 type rowProblem struct {
 	id         int64
 	link, hash bool
+	reason     string // the row is malformed (a NULL, a value of another type): why
 }
 
 func (c *chunk) gap(from, to int64) {
@@ -425,7 +446,7 @@ func (r *reader) read(ctx context.Context, conn *pgx.Conn, ch *chunk) error {
 	r.mark, _ = slices.BinarySearch(r.marks, ch.lo)
 	r.parser = copyParser{row: r.row, buf: r.parser.buf[:0]}
 	if _, err := conn.PgConn().CopyTo(ctx, &r.parser, chunkCopy(ch.lo, ch.hi)); err != nil {
-		return fmt.Errorf("audit: verify ids %d to %d: %w", ch.lo, ch.hi, err)
+		return fmt.Errorf("audit: verify ids %d to %d: %w", ch.lo, ch.hi, altered(err))
 	}
 	if !r.parser.ended {
 		return fmt.Errorf("audit: verify ids %d to %d: the copy ended early", ch.lo, ch.hi)
@@ -448,27 +469,63 @@ func chunkCopy(lo, hi int64) string {
 		strconv.FormatInt(lo, 10) + ` AND ` + strconv.FormatInt(hi, 10) + ` ORDER BY id) TO STDOUT (FORMAT binary)`
 }
 
+// altered is err, marked ErrMalformedLog when it says the log's table or a column the
+// check reads is gone (dropped or renamed by its owner or a superuser).
+func altered(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42P01" /* undefined_table */ || pe.Code == "42703" /* undefined_column */) {
+		return fmt.Errorf("%w: %w", ErrMalformedLog, err)
+	}
+	return err
+}
+
+// columnNames name chunkCopy's columns in what verify says.
+var columnNames = [columns]string{"id", "at", "actor_kind", "actor_id", "actor_name", "action", "target_type", "target_id",
+	"target_name", "ip", "request_id", "payload", "result", "prev_hash", "hash"}
+
 // pgEpochMicros is 2000-01-01, PostgreSQL's epoch, in Unix microseconds.
 const pgEpochMicros = 946_684_800_000_000
 
 func (r *reader) row(f *[columns][]byte) error {
-	for i, v := range f {
-		if v == nil && i != 3 {
-			return fmt.Errorf("audit: verify: unexpected NULL in column %d", i)
+	// Without its id the entry cannot be named: the check stops, as tampering.
+	if len(f[0]) != 8 {
+		where := "the first entry read"
+		if r.expect > 1 {
+			where = fmt.Sprintf("the entry after entry %d", r.expect-1)
 		}
-	}
-	if len(f[0]) != 8 || len(f[1]) != 8 {
-		return errors.New("audit: verify: malformed id or time")
+		return fmt.Errorf("%w: %s has an id that is NULL or not a bigint", ErrMalformedLog, where)
 	}
 	ch := r.ch
 	id := int64(binary.BigEndian.Uint64(f[0]))
-	at := int64(binary.BigEndian.Uint64(f[1])) + pgEpochMicros
+	// A column the log never leaves NULL, or one of another type, is a problem of this
+	// entry (the table's definition was altered, and the entry with it), and the walk goes
+	// on: it must name the entry, not stop the check.
+	var malformed string
+	for i, v := range f {
+		if v == nil && i != 3 {
+			malformed = fmt.Sprintf("its %s is NULL, which the log never writes: the table's definition and the entry were altered", columnNames[i])
+			break
+		}
+	}
+	var at int64
+	switch {
+	case len(f[1]) == 8:
+		at = int64(binary.BigEndian.Uint64(f[1])) + pgEpochMicros
+	case malformed == "":
+		malformed = "its time is not a timestamptz: the table's definition and the entry were altered"
+	}
 	var actorID []byte
 	if f[3] != nil {
-		if len(f[3]) != 16 {
-			return errors.New("audit: verify: malformed actor_id")
+		if len(f[3]) == 16 {
+			actorID = formatUUID(&r.uuid, f[3])
+		} else if malformed == "" {
+			malformed = "its actor_id is not a uuid: the table's definition and the entry were altered"
 		}
-		actorID = formatUUID(&r.uuid, f[3])
+	}
+	// The hash leaves out a result of success (and so an empty one): one outside the
+	// three the log writes would keep a valid hash, so it is checked here.
+	if res := string(f[12]); malformed == "" && res != ResultSuccess && res != ResultFailure && res != ResultDenied {
+		malformed = fmt.Sprintf("its result is %q, none of success, failure or denied: the entry was altered (the hash does not cover an empty result)", clip(res, 40))
 	}
 	fields := [9][]byte{f[2], actorID, f[4], f[5], f[6], f[7], f[8], f[9], f[10]}
 	r.buf = appendHashInput(r.buf[:0], f[13], id, at, &fields, f[11], f[12])
@@ -480,11 +537,11 @@ func (r *reader) row(f *[columns][]byte) error {
 	}
 	r.expect = id + 1
 	if ch.n == 0 {
-		ch.firstID, ch.firstPrev, ch.firstHashBad = id, bytes.Clone(f[13]), !hashOK
-	} else if linkOK := bytes.Equal(f[13], r.prev); !linkOK || !hashOK {
+		ch.firstID, ch.firstPrev, ch.firstHashBad, ch.firstReason = id, bytes.Clone(f[13]), !hashOK, malformed
+	} else if linkOK := bytes.Equal(f[13], r.prev); !linkOK || !hashOK || malformed != "" {
 		ch.problemCount++
 		if len(ch.problems) < MaxReported {
-			ch.problems = append(ch.problems, rowProblem{id: id, link: !linkOK, hash: !hashOK})
+			ch.problems = append(ch.problems, rowProblem{id: id, link: !linkOK, hash: !hashOK, reason: malformed})
 		}
 	}
 	// The next link is checked against the hash as stored, so one tampered entry is
@@ -555,6 +612,12 @@ func assemble(chunks []*chunk, prev []byte, cp *Checkpoint, older []Checkpoint) 
 				reason = fmt.Sprintf("entries 1 to %d before it are missing: they were removed (its prev_hash is not the start of the chain)", g.To)
 			}
 		}
+		switch {
+		case p.reason != "" && !p.link && !p.hash:
+			reason = p.reason
+		case p.reason != "":
+			reason = p.reason + "; " + reason
+		}
 		problems = append(problems, Problem{ID: p.id, Reason: reason})
 	}
 	found := map[int64][]byte{} // the hashes at the ids checkpoints signed
@@ -567,8 +630,8 @@ func assemble(chunks []*chunk, prev []byte, cp *Checkpoint, older []Checkpoint) 
 			continue
 		}
 		linkOK := bytes.Equal(c.firstPrev, prev)
-		if !linkOK || c.firstHashBad {
-			add(rowProblem{id: c.firstID, link: !linkOK, hash: c.firstHashBad})
+		if !linkOK || c.firstHashBad || c.firstReason != "" {
+			add(rowProblem{id: c.firstID, link: !linkOK, hash: c.firstHashBad, reason: c.firstReason})
 		}
 		for _, p := range c.problems {
 			add(p)

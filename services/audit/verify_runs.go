@@ -56,7 +56,8 @@ var ErrCheckpointUnusable = errors.New("audit: the newest checkpoint cannot be u
 // chain: the CLI's check (LoadCheckpoint, then VerifyWith) behind it, its progress
 // passed on. A checkpoint that cannot be read or whose signature does not verify is an
 // error: the check could not be made.
-func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (VerifyResult, string, error) {
+func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (res VerifyResult, note string, err error) {
+	defer func() { res = notOKOnError(res, err) }()
 	select {
 	case l.checking <- struct{}{}:
 		defer func() { <-l.checking }()
@@ -65,9 +66,8 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 	}
 	var cp *Checkpoint
 	var older []Checkpoint
-	note := "no checkpoint directory configured"
+	note = "no checkpoint directory configured"
 	if l.checkpoints != nil {
-		var err error
 		if cp, note, err = LoadCheckpoint(*l.checkpoints); err != nil {
 			return VerifyResult{}, "", fmt.Errorf("%w: %w", ErrCheckpointUnusable, err)
 		}
@@ -76,15 +76,18 @@ func (l *Log) Verify(ctx context.Context, progress func(checked, total int64)) (
 		}
 		older = OlderCheckpoints(*l.checkpoints, cp)
 	}
-	res, err := VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp, Older: older})
+	res, err = VerifyWith(ctx, l.pool, VerifyOptions{Progress: progress, Checkpoint: cp, Older: older})
 	return res, note, err
 }
 
-// refused is a check that could not be made because the newest checkpoint is unusable:
-// not OK, its reason recorded.
+// refused is a check stopped by tampering: the newest checkpoint is unusable, or an
+// entry cannot be read (ErrMalformedLog). Not OK, its reason recorded.
 func refused(v Verification, err error) Verification {
 	v.Running, v.FinishedAt, v.OK, v.Err = false, time.Now().UTC(), false, err.Error()
 	v.Reason = "the check could not be made: " + err.Error()
+	if errors.Is(err, ErrMalformedLog) {
+		v.Reason = "the chain is broken: " + err.Error()
+	}
 	return v
 }
 
@@ -354,9 +357,10 @@ func (l *Log) check(run *Verification, page bool) (deferred bool, err error) {
 		v = *run
 		l.mu.Unlock()
 		switch {
-		case errors.Is(err, ErrCheckpointUnusable):
-			// Recorded as a failed check: a planted checkpoint must not leave the page
-			// showing the last check that passed.
+		case errors.Is(err, ErrCheckpointUnusable), errors.Is(err, ErrMalformedLog):
+			// Recorded as a failed check: a planted checkpoint, or a table altered so that
+			// an entry cannot be read, must not leave the page showing the last check that
+			// passed.
 			v = refused(v, err)
 			err = l.record(ctx, v)
 		case err == nil:
