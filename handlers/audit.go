@@ -69,6 +69,15 @@ func auditTargetURL(p *auth.Principal, targetType, id string) string {
 	return ""
 }
 
+// actorKindLabels name the actor kind filter's choices on the page.
+var actorKindLabels = map[string]string{
+	audit.ActorKindPerson: "A person (signed in or by token)",
+	audit.ActorUser:       "A person, signed in",
+	audit.ActorToken:      "An API token",
+	audit.ActorSystem:     "Toolwarden itself",
+	audit.ActorAnonymous:  "Not signed in (a failed sign-in)",
+}
+
 func auditRow(p *auth.Principal, r audit.Record) views.AuditRow {
 	actor := r.ActorName
 	switch {
@@ -77,7 +86,11 @@ func auditRow(p *auth.Principal, r audit.Record) views.AuditRow {
 	case actor == "":
 		actor = r.ActorKind
 	}
-	return views.AuditRow{ID: r.ID, URL: "/audit/" + strconv.FormatInt(r.ID, 10), At: r.At, Actor: actor, ActorName: r.ActorName, ActorKind: r.ActorKind,
+	actorURL := ""
+	if r.ActorName != "" {
+		actorURL = "/audit?" + url.Values{"actor": {r.ActorName}, "actor_kind": {audit.ActorKindFilter(r.ActorKind)}}.Encode()
+	}
+	return views.AuditRow{ID: r.ID, URL: "/audit/" + strconv.FormatInt(r.ID, 10), At: r.At, Actor: actor, ActorName: r.ActorName, ActorKind: r.ActorKind, ActorURL: actorURL,
 		Action: r.Action, Group: audit.ActionGroup(r.Action), TargetType: r.TargetType, TargetID: r.TargetID,
 		TargetName: r.TargetName, TargetURL: auditTargetURL(p, r.TargetType, r.TargetID), Result: r.Result, RequestID: r.RequestID}
 }
@@ -103,7 +116,7 @@ func (h AuditHandler) page(c echo.Context, qp url.Values) (views.AuditPage, int,
 	p := PrincipalOf(c)
 	page := views.AuditPage{Layout: h.layout(c, "Audit log", audit.Topic), CanExport: p.Can(auth.PermAuditExport)}
 	page.Live.LastEventID = last
-	page.Filter = views.AuditFilter{Actor: qp.Get("actor"), Action: qp.Get("action"), TargetType: qp.Get("target_type"),
+	page.Filter = views.AuditFilter{Actor: qp.Get("actor"), ActorKind: qp.Get("actor_kind"), Action: qp.Get("action"), TargetType: qp.Get("target_type"),
 		TargetID: qp.Get("target_id"), Result: qp.Get("result"), RequestID: qp.Get("request_id"), Q: qp.Get("q"),
 		From: qp.Get("from"), To: qp.Get("to")}
 	for _, g := range audit.Groups {
@@ -111,6 +124,9 @@ func (h AuditHandler) page(c echo.Context, qp url.Values) (views.AuditPage, int,
 	}
 	for _, r := range audit.Results {
 		page.Results = append(page.Results, views.Option{Value: r, Label: r})
+	}
+	for _, k := range audit.ActorKinds {
+		page.ActorKinds = append(page.ActorKinds, views.Option{Value: k, Label: actorKindLabels[k]})
 	}
 	status := http.StatusOK
 	f, err := audit.ParseFilter(qp)

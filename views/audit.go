@@ -12,6 +12,9 @@ type AuditPage struct {
 	Filter  AuditFilter
 	Groups  []Option // the action filter's groups
 	Results []Option
+	// ActorKinds are the actor kind filter's choices (a person, Toolwarden, a name typed
+	// at a failed sign-in…).
+	ActorKinds []Option
 	// Errors are bad filters by field; with any, nothing is listed.
 	Errors FormErrors
 	// Notice explains a fallback (an outdated page link: the first page is shown).
@@ -28,7 +31,7 @@ type AuditPage struct {
 
 // AuditFilter is what the filter form shows, as it was given.
 type AuditFilter struct {
-	Actor, Action, TargetType, TargetID, Result, RequestID, Q, From, To string
+	Actor, ActorKind, Action, TargetType, TargetID, Result, RequestID, Q, From, To string
 }
 
 // AuditResults is the part of the page that lists entries; the "N new entries"
@@ -53,9 +56,12 @@ type AuditRow struct {
 	// Actor is who acted, as shown: the name recorded, "Toolwarden" for the system, the
 	// kind when there is no name; ActorName is the name the actor filter matches ("":
 	// none, no link to filter by).
-	Actor      string
-	ActorName  string
-	ActorKind  string
+	Actor     string
+	ActorName string
+	ActorKind string
+	// ActorURL lists every entry under this actor's name and kind ("" for none): a user
+	// named "system" and Toolwarden are not mixed.
+	ActorURL   string
 	Action     string
 	Group      string
 	TargetType string

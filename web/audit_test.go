@@ -725,6 +725,22 @@ func TestAuditTellsActorsApart(t *testing.T) {
 	if a := d.Find(`[data-testid=entry-actor]`); a.Find("a").Length() != 0 || strings.TrimSpace(a.Text()) != "anonymous" {
 		t.Errorf("an actor with no name: %q, links %d; want anonymous, no filter link", strings.TrimSpace(a.Text()), a.Find("a").Length())
 	}
+	// "Every entry under this name" from Toolwarden's entry lists Toolwarden's only, not
+	// the user named system's; the filter form keeps the kind chosen.
+	id = row("server.health").Parent().AttrOr("data-audit-id", "")
+	link, _ := doc(t, e.srv.Get(t, e.auditor, "/audit/"+id)).Find(`[data-testid=entry-actor] a`).Attr("href")
+	if !strings.Contains(link, "actor_kind=system") {
+		t.Fatalf("the actor link of Toolwarden's entry: %q, want it to carry actor_kind=system", link)
+	}
+	list := doc(t, e.srv.Get(t, e.auditor, link))
+	list.Find(`[data-testid=audit-row]`).Each(func(_ int, r *goquery.Selection) {
+		if got := who(r.Find("td").Eq(2)); got != "Toolwarden system" {
+			t.Errorf("under Toolwarden's actor link: a row of %q", got)
+		}
+	})
+	if got := list.Find(`[data-testid=filter-actor-kind] option[selected]`).AttrOr("value", ""); got != "system" {
+		t.Errorf("the actor kind filter shows %q, want system", got)
+	}
 }
 
 // Ids are consecutive, so a missing one is a deleted entry even when the chain links
