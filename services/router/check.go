@@ -1,12 +1,18 @@
 package router
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/services/fault"
@@ -161,6 +167,11 @@ func (r *Router) check(ctx context.Context, c Call) (*entry, checkedArgs, error)
 	if err != nil {
 		return e, failed, err
 	}
+	// What is sent, configured values included, must not name one parameter twice: a
+	// server matching names ignoring case would bind an unchecked "ſql" in place of "sql".
+	if p := sameNames(raw); p != nil {
+		return e, failed, invalid(hideSecrets(p.fields(), e.secrets))
+	}
 	if err := schema.ValidateArguments(e.input, json.RawMessage(raw)); err != nil {
 		return e, failed, invalid(hideSecrets(err, e.secrets))
 	}
@@ -181,6 +192,14 @@ func parseArguments(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &args); err != nil {
 		return nil, errorOf(CodeInvalidArguments, "arguments are not valid JSON: "+err.Error()).
 			with([]verr.Field{{Field: "", Message: "is not valid JSON", Kind: verr.KindType}})
+	}
+	// json.Unmarshal reads invalid UTF-8 and lone surrogate escapes as U+FFFD, so the
+	// schema would check a string other than the one sent on (raw, as given).
+	if !utf8.Valid(raw) || maySurrogate(raw) {
+		w := argsWalk{d: raw, text: true}
+		if p := w.value(); p != nil {
+			return nil, invalidFields(p.fields())
+		}
 	}
 	return args, nil
 }
@@ -318,4 +337,399 @@ func (r *Router) preflight(ctx context.Context, e *entry, c Call, callID string,
 	}
 	r.log.Warn("router: the check before approval failed; the call goes on", "tool", e.t.QualifiedName(), "err", err)
 	return nil
+}
+
+// argsProblem is a place in a call's arguments that a server could read otherwise than
+// Toolwarden checked it: its JSON pointer's segments, innermost first as the walk
+// unwinds, and what is wrong there.
+type argsProblem struct {
+	segments []string
+	message  string
+}
+
+func (p *argsProblem) in(segment string) *argsProblem {
+	p.segments = append(p.segments, segment)
+	return p
+}
+
+var pointerEscapes = strings.NewReplacer("~", "~0", "/", "~1")
+
+// fields is p as an argument error naming its JSON pointer.
+func (p *argsProblem) fields() *verr.Error {
+	var b strings.Builder
+	for i := len(p.segments) - 1; i >= 0; i-- {
+		b.WriteByte('/')
+		b.WriteString(pointerEscapes.Replace(p.segments[i]))
+	}
+	return &verr.Error{Fields: []verr.Field{{Field: b.String(), Message: p.message, Kind: verr.KindValue}}}
+}
+
+// sameNames finds, in the arguments as sent (valid JSON), two names of one object, at
+// any depth, that are equal but for letter case: servers that match names ignoring case
+// (Go's encoding/json, .NET with case-insensitive options) bind either one, and the
+// schema checked only the one it names. Case is folded as strings.EqualFold does.
+func sameNames(args []byte) *argsProblem {
+	w := argsWalk{d: args, fold: true}
+	return w.value()
+}
+
+// maySurrogate reports whether raw may hold a \uD800-\uDFFF escape (an escaped backslash
+// followed by "ud8.." is a false alarm the walk then clears).
+func maySurrogate(raw []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(raw[i:], []byte(`\u`))
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		if i+1 < len(raw) && raw[i]|0x20 == 'd' && (raw[i+1] >= '8' && raw[i+1] <= '9' || raw[i+1]|0x20 >= 'a' && raw[i+1]|0x20 <= 'f') {
+			return true
+		}
+	}
+}
+
+// argsWalk walks the JSON of a call's arguments (valid: json.Unmarshal read it or
+// json.Marshal wrote it) for what a server could read otherwise than it was checked.
+type argsWalk struct {
+	d    []byte
+	i    int
+	fold bool // names of one object equal but for case
+	text bool // strings that are not UTF-8 text: invalid bytes, lone surrogate escapes
+}
+
+// keySpan is a name of an object: where its text lies between its quotes, and the hash
+// of its case fold.
+type keySpan struct {
+	start, end int
+	hash       uint64
+}
+
+func malformed() *argsProblem { return &argsProblem{message: "is not valid JSON"} }
+
+func (w *argsWalk) space() {
+	for w.i < len(w.d) {
+		switch w.d[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
+	}
+}
+
+func (w *argsWalk) value() *argsProblem {
+	w.space()
+	if w.i >= len(w.d) {
+		return malformed()
+	}
+	switch w.d[w.i] {
+	case '{':
+		return w.object()
+	case '[':
+		return w.array()
+	case '"':
+		_, _, p := w.str()
+		return p
+	}
+	from := w.i
+	for w.i < len(w.d) {
+		switch w.d[w.i] {
+		case ',', ']', '}', ' ', '\t', '\n', '\r':
+			if w.i == from {
+				return malformed()
+			}
+			return nil
+		}
+		w.i++
+	}
+	return nil
+}
+
+func (w *argsWalk) object() *argsProblem {
+	w.i++
+	var held [8]keySpan // most objects have few names: no allocation for them
+	keys := held[:0]
+	for {
+		w.space()
+		if w.i >= len(w.d) {
+			return malformed()
+		}
+		switch w.d[w.i] {
+		case '}':
+			w.i++
+			if len(keys) > 1 {
+				return w.sameButCase(keys)
+			}
+			return nil
+		case ',':
+			w.i++
+			continue
+		case '"':
+		default:
+			return malformed()
+		}
+		start, end, p := w.str()
+		if p != nil {
+			return p.in(w.name(start, end))
+		}
+		if w.fold {
+			keys = append(keys, keySpan{start: start, end: end})
+		}
+		w.space()
+		if w.i >= len(w.d) || w.d[w.i] != ':' {
+			return malformed()
+		}
+		w.i++
+		if p := w.value(); p != nil {
+			return p.in(w.name(start, end))
+		}
+	}
+}
+
+func (w *argsWalk) array() *argsProblem {
+	w.i++
+	for n := 0; ; {
+		w.space()
+		if w.i >= len(w.d) {
+			return malformed()
+		}
+		switch w.d[w.i] {
+		case ']':
+			w.i++
+			return nil
+		case ',':
+			w.i++
+			n++
+			continue
+		}
+		if p := w.value(); p != nil {
+			return p.in(strconv.Itoa(n))
+		}
+	}
+}
+
+// str reads the string at w.i and says where its text starts and ends, and the first
+// thing in it that is not text.
+func (w *argsWalk) str() (start, end int, p *argsProblem) {
+	d := w.d
+	w.i++
+	start = w.i
+	for w.i < len(d) {
+		if !w.text {
+			// Only quotes and escapes matter: jump to the next of either.
+			q := bytes.IndexByte(d[w.i:], '"')
+			if q < 0 {
+				break
+			}
+			if b := bytes.IndexByte(d[w.i:w.i+q], '\\'); b >= 0 {
+				q = b
+			}
+			w.i += q
+		}
+		c := d[w.i]
+		switch {
+		case c == '"':
+			w.i++
+			return start, w.i - 1, p
+		case c == '\\':
+			if w.i+1 >= len(d) {
+				return start, len(d), malformed()
+			}
+			if d[w.i+1] != 'u' {
+				w.i += 2
+				continue
+			}
+			r, ok := hex4(d, w.i+2)
+			if !ok {
+				return start, w.i, malformed()
+			}
+			if w.text && utf16.IsSurrogate(r) {
+				if pairedSurrogate(d, w.i, r) {
+					w.i += 12
+					continue
+				}
+				if p == nil {
+					p = &argsProblem{message: fmt.Sprintf(`holds \u%04x, half of a UTF-16 surrogate pair without its other half, which is not text`, r)}
+				}
+			}
+			w.i += 6
+		case c < utf8.RuneSelf || !w.text:
+			w.i++
+		default:
+			r, size := utf8.DecodeRune(d[w.i:])
+			if r == utf8.RuneError && size == 1 && p == nil {
+				p = &argsProblem{message: "is not valid UTF-8 text"}
+			}
+			w.i += size
+		}
+	}
+	return start, len(d), malformed()
+}
+
+// name is the name whose text is d[start:end], unescaped.
+func (w *argsWalk) name(start, end int) string {
+	var s string
+	if end >= len(w.d) || json.Unmarshal(w.d[start-1:end+1], &s) != nil {
+		return string(w.d[start:end])
+	}
+	return s
+}
+
+// sameButCase finds the first name of keys (one object's, more than one) equal but for
+// case to a name before it.
+func (w *argsWalk) sameButCase(keys []keySpan) *argsProblem {
+	for k := range keys {
+		keys[k].hash = foldHash(w.d[keys[k].start:keys[k].end])
+	}
+	first, second := -1, -1
+	if len(keys) <= 16 {
+		for j := 1; j < len(keys) && second < 0; j++ {
+			for i := range j {
+				if keys[i].hash == keys[j].hash && w.foldEqual(keys[i], keys[j]) {
+					first, second = i, j
+					break
+				}
+			}
+		}
+	} else {
+		// Sorted by hash, then place: a name equal to another is after it among those of its hash.
+		slices.SortFunc(keys, func(a, b keySpan) int { return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.start, b.start)) })
+		for j := 1; j < len(keys); j++ {
+			for i := j - 1; i >= 0 && keys[i].hash == keys[j].hash; i-- {
+				if (second < 0 || keys[j].start < keys[second].start) && w.foldEqual(keys[i], keys[j]) {
+					first, second = i, j
+				}
+			}
+		}
+	}
+	if second < 0 {
+		return nil
+	}
+	a, b := w.name(keys[first].start, keys[first].end), w.name(keys[second].start, keys[second].end)
+	msg := fmt.Sprintf("is %q again but for letter case; servers that match names ignoring case could read either, so send it once", a)
+	if a == b {
+		msg = "is given more than once; servers could read either, so send it once"
+	}
+	return &argsProblem{segments: []string{b}, message: msg}
+}
+
+func (w *argsWalk) foldEqual(x, y keySpan) bool {
+	a, b := w.d[x.start:x.end], w.d[y.start:y.end]
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		var ra, rb rune
+		ra, i = nameRune(a, i)
+		rb, j = nameRune(b, j)
+		if ra != rb && foldRune(ra) != foldRune(rb) {
+			return false
+		}
+	}
+	return i == len(a) && j == len(b)
+}
+
+// foldHash is the FNV-1a hash of the case fold of a name's text.
+func foldHash(name []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(name); {
+		if c := name[i]; c < utf8.RuneSelf && c != '\\' { // most names are plain ASCII
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			h = (h ^ uint64(c)) * 1099511628211
+			i++
+			continue
+		}
+		var r rune
+		r, i = nameRune(name, i)
+		h = (h ^ uint64(foldRune(r))) * 1099511628211
+	}
+	return h
+}
+
+// foldRune is the smallest rune of r's simple case folding orbit: two runes are equal
+// under strings.EqualFold exactly when their foldRunes are.
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'a' <= r && r <= 'z' {
+			return r - 'a' + 'A'
+		}
+		return r
+	}
+	least := r
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+	}
+	return least
+}
+
+// nameRune decodes the rune of a JSON string's text s at i (escapes read as
+// encoding/json reads them: a lone surrogate as U+FFFD) and says where the next starts.
+func nameRune(s []byte, i int) (rune, int) {
+	c := s[i]
+	if c != '\\' {
+		if c < utf8.RuneSelf {
+			return rune(c), i + 1
+		}
+		r, n := utf8.DecodeRune(s[i:])
+		return r, i + n
+	}
+	if i+1 >= len(s) {
+		return utf8.RuneError, len(s)
+	}
+	switch s[i+1] {
+	case 'u':
+		r, ok := hex4(s, i+2)
+		if !ok {
+			return utf8.RuneError, len(s)
+		}
+		if utf16.IsSurrogate(r) {
+			if pairedSurrogate(s, i, r) {
+				r2, _ := hex4(s, i+8)
+				return utf16.DecodeRune(r, r2), i + 12
+			}
+			return utf8.RuneError, i + 6
+		}
+		return r, i + 6
+	case 'b':
+		return '\b', i + 2
+	case 'f':
+		return '\f', i + 2
+	case 'n':
+		return '\n', i + 2
+	case 'r':
+		return '\r', i + 2
+	case 't':
+		return '\t', i + 2
+	}
+	return rune(s[i+1]), i + 2 // \" \\ \/
+}
+
+// pairedSurrogate reports whether the escape \u of r at s[i:] (a surrogate) is a high
+// surrogate followed by an escaped low one.
+func pairedSurrogate(s []byte, i int, r rune) bool {
+	if r >= 0xdc00 || i+12 > len(s) || s[i+6] != '\\' || s[i+7] != 'u' {
+		return false
+	}
+	r2, ok := hex4(s, i+8)
+	return ok && 0xdc00 <= r2 && r2 <= 0xdfff
+}
+
+// hex4 reads the four hex digits at s[i:].
+func hex4(s []byte, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c|0x20 && c|0x20 <= 'f':
+			c = (c | 0x20) - 'a' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

@@ -3,6 +3,7 @@ package router
 import (
 	"bytes"
 	"encoding/base64"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/services/secrets"
@@ -33,8 +34,14 @@ func (ms masks) result(res *Result) {
 	for i := range res.Content {
 		c := &res.Content[i]
 		c.Text, c.URI, c.Name, c.Title, c.Description = ms.text(c.Text), ms.text(c.URI), ms.text(c.Name), ms.text(c.Title), ms.text(c.Description)
+		c.MIMEType = ms.text(c.MIMEType)
+		if c.Data != "" {
+			// An image or audio item's bytes are a server's to choose: text in them is
+			// masked as a blob's is.
+			c.Data = ms.blob(c.Data)
+		}
 		if c.Resource != nil {
-			c.Resource.URI, c.Resource.Text = ms.text(c.Resource.URI), ms.text(c.Resource.Text)
+			c.Resource.URI, c.Resource.Text, c.Resource.MIMEType = ms.text(c.Resource.URI), ms.text(c.Resource.Text), ms.text(c.Resource.MIMEType)
 			if c.Resource.Blob != "" {
 				c.Resource.Blob = ms.blob(c.Resource.Blob)
 			}
@@ -43,10 +50,14 @@ func (ms masks) result(res *Result) {
 	res.StructuredContent = ms.JSON(res.StructuredContent)
 }
 
-// blob masks an embedded resource's base64 blob whose bytes are UTF-8 text (a
-// configuration file sent as application/octet-stream can quote a secret as text does);
-// other bytes (an image) are left as they came, as the gateway's resources/read does.
+// blob masks base64 bytes (an embedded resource's blob, an image's or audio's data) that
+// are UTF-8 text (a configuration file sent as application/octet-stream can quote a
+// secret as text does); other bytes (a real image) are left as they came, as the
+// gateway's resources/read does.
 func (ms masks) blob(b64 string) string {
+	if ms.Empty() || notText(b64) {
+		return b64
+	}
 	raw, err := base64.StdEncoding.DecodeString(b64)
 	if err != nil {
 		return b64
@@ -55,6 +66,26 @@ func (ms masks) blob(b64 string) string {
 		return base64.StdEncoding.EncodeToString(out)
 	}
 	return b64
+}
+
+// notText reports whether the first bytes of base64 b64 are already not UTF-8 (a PNG's
+// or a JPEG's first byte is not), so that a large image is not decoded whole on every
+// call only to be left as it came.
+func notText(b64 string) bool {
+	var src [512]byte
+	var buf [384]byte
+	n, err := base64.StdEncoding.Decode(buf[:], src[:copy(src[:], b64[:min(len(b64), len(src))&^3])])
+	if err != nil {
+		return false // the whole decode says what is wrong
+	}
+	for p := buf[:n]; len(p) > 0; {
+		r, size := utf8.DecodeRune(p)
+		if r == utf8.RuneError && size == 1 {
+			return utf8.FullRune(p) // a rune cut at the end of the prefix is not yet wrong
+		}
+		p = p[size:]
+	}
+	return false
 }
 
 // progress masks a progress message and clips it to maxProgressMessage. It masks before
