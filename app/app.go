@@ -582,13 +582,25 @@ func NewHTTPServer(h http.Handler) *http.Server {
 // once every component is ready and FirstAdminPassword is set: it is where to show
 // the password.
 func (a *App) Run(ctx context.Context, ln net.Listener, ready func()) error {
+	httpSrv := NewHTTPServer(nil)
+	serveErr := make(chan error, 1)
+	return a.Serve(ctx, httpSrv, serveErr, func(h http.Handler) {
+		httpSrv.Handler = h
+		go func() { serveErr <- httpSrv.Serve(ln) }()
+	}, ready)
+}
+
+// Serve is Run on httpSrv, which the caller may already serve its listener with (serve
+// answers the probes while the App starts): it starts the App, hands its handler over
+// (handOver: the caller sends every request from then on to it), calls ready, and when
+// ctx ends (or serving fails: serveErr has httpSrv.Serve's error) drains requests for up
+// to ten seconds and stops.
+func (a *App) Serve(ctx context.Context, httpSrv *http.Server, serveErr <-chan error, handOver func(http.Handler), ready func()) error {
 	defer a.Stop()
 	if err := a.Start(ctx); err != nil {
 		return err
 	}
-	httpSrv := NewHTTPServer(a.Web)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	handOver(a.Web)
 	if ready != nil {
 		ready()
 	}

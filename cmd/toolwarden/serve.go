@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolwarden/toolwarden/app"
@@ -180,6 +184,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("listen on %s: %w (is another toolwarden running? set --addr)", c.Addr, err)
 	}
 	defer ln.Close()
+	// The listener answers from now on, not once the App serves: the database's start
+	// and migrations (minutes on a large audit log) and the components' start come first,
+	// and a liveness probe that timed out meanwhile would have the orchestrator kill serve
+	// mid-migration. Until the App serves, /healthz says it is starting (frontHandler).
+	front := newFrontHandler(c.DatabaseURL == "")
+	srv := app.NewHTTPServer(front)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	defer srv.Close() // what Serve left after its drain, or a start that failed
+	stopWatch := context.AfterFunc(ctx, func() { front.stopping.Store(true) })
+	defer stopWatch()
+	log.Info("listening; /healthz answers that serve is starting until it is ready", "addr", ln.Addr().String())
 	advertiseURL := *advertise
 	if advertiseURL == "" {
 		advertiseURL = defaultAdvertiseURL(ln.Addr())
@@ -190,7 +206,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	a, err := app.New(ctx, app.Config{
 		DB: db.Config{URL: c.DatabaseURL, MigrateURL: c.MigrateDatabaseURL, DataDir: c.DataDir, Migrate: true,
-			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: log, Template: c.PGTemplate}},
+			Cluster: &db.ClusterOptions{Fast: c.fastDB, Logger: slog.New(front.watchLog(log.Handler())), Template: c.PGTemplate}},
 		Keys: keys, Logger: log, Version: version, StartedAt: start, AdminPassword: c.AdminPassword,
 		SecureCookies: c.SecureCookies, TrustedProxies: c.TrustedProxies, Planner: plan,
 		Auth: auth.Options{TokenDefaultTTL: c.TokenDefaultTTL}, Egress: egressPolicy,
@@ -208,8 +224,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	// Stops the embedded PostgreSQL on every way out of here (Run stops it too).
+	// Stops the embedded PostgreSQL on every way out of here (Serve stops it too).
 	defer a.Stop()
+	front.setPhase("checking the secret keys")
 	// Checked once the database is open (New opens it), before anything runs: a key file
 	// without the database's keys (deleted, mistyped, another installation's) would seal
 	// and encrypt with a key the rest of the installation does not hold.
@@ -238,9 +255,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if a.DB.Cluster != nil && !a.DB.Cluster.Owned() {
 		log.Warn("database: another toolwarden process started this data dir's PostgreSQL; when it exits, the database stops under this server")
 	}
-	// Run's start creates the first administrator, last: a start that fails before
+	// The App's start (Serve) creates the first administrator, last: a start that fails before
 	// leaves none, and the next one creates it and shows its password.
-	return a.Run(ctx, ln, func() {
+	front.setPhase("starting components")
+	return a.Serve(ctx, srv, serveErr, front.serve, func() {
 		if pw := a.FirstAdminPassword; pw != "" && c.AdminPassword != "" {
 			log.Info("created the first administrator 'admin' with the password from --admin-password")
 		} else if pw != "" {
@@ -253,6 +271,109 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			_ = os.WriteFile(c.readyFile, []byte(ln.Addr().String()), 0o600)
 		}
 	})
+}
+
+// frontHandler is serve's HTTP handler: while the App starts (the database, its
+// migrations, the components) it answers the probes itself, /healthz 200 "starting"
+// (the process is up: restarting it would only start over, and interrupt a migration)
+// and /readyz 503, and everything else 503 with Retry-After; once the App serves, every
+// request goes to the App's handler.
+type frontHandler struct {
+	app      atomic.Pointer[http.Handler]
+	phase    atomic.Pointer[string]
+	stopping atomic.Bool // the start was told to stop: it ends, and serve with it
+}
+
+func newFrontHandler(embedded bool) *frontHandler {
+	f := &frontHandler{}
+	if embedded {
+		f.setPhase("starting the database")
+	} else {
+		f.setPhase("connecting to the database")
+	}
+	return f
+}
+
+func (f *frontHandler) setPhase(p string) { f.phase.Store(&p) }
+
+// serve hands every request from now on to h.
+func (f *frontHandler) serve(h http.Handler) { f.app.Store(&h) }
+
+func (f *frontHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := f.app.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	status, phase := "starting", *f.phase.Load()
+	doing := "starting (" + phase + ")"
+	if f.stopping.Load() {
+		status, phase, doing = "stopping", "stopping", "stopping"
+	}
+	probe := r.Method == http.MethodGet || r.Method == http.MethodHead
+	w.Header().Set("Cache-Control", "no-store")
+	switch {
+	case probe && r.URL.Path == "/healthz":
+		// The shape of the App's /healthz ("components" included, empty), with status
+		// "starting" and what the start is doing.
+		writeStartingJSON(w, http.StatusOK, map[string]any{"status": status, "phase": phase, "components": map[string]any{}})
+	case probe && r.URL.Path == "/readyz":
+		writeStartingJSON(w, http.StatusServiceUnavailable, map[string]any{"status": status, "phase": phase})
+	case strings.HasPrefix(r.URL.Path, "/api/"):
+		w.Header().Set("Retry-After", "5")
+		writeStartingJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
+			"code": "unavailable", "message": "Toolwarden is " + doing + "; try again in a moment"}})
+	default:
+		w.Header().Set("Retry-After", "5")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "Toolwarden is "+doing+"; try again in a moment.\n")
+	}
+}
+
+func writeStartingJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// watchLog wraps h, the log of the database's start, to learn the phase from what the
+// migrator says (it tells nothing else of its progress): waiting for another process's
+// migration, or applying one. Records below h's level still reach the watch.
+func (f *frontHandler) watchLog(h slog.Handler) slog.Handler {
+	return &phaseWatch{inner: h, front: f}
+}
+
+type phaseWatch struct {
+	inner slog.Handler
+	front *frontHandler
+}
+
+func (p *phaseWatch) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelInfo || p.inner.Enabled(ctx, l)
+}
+
+func (p *phaseWatch) Handle(ctx context.Context, r slog.Record) error {
+	if p.front.app.Load() == nil {
+		switch m := r.Message; {
+		case strings.HasPrefix(m, "database: waiting for another process's migration"):
+			p.front.setPhase("waiting for another process's migration")
+		case strings.HasPrefix(m, "database: applying migration"),
+			strings.HasPrefix(m, "database: migration ") && strings.Contains(m, "still running"):
+			p.front.setPhase("migrating")
+		}
+	}
+	if !p.inner.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return p.inner.Handle(ctx, r)
+}
+
+func (p *phaseWatch) WithAttrs(as []slog.Attr) slog.Handler {
+	return &phaseWatch{inner: p.inner.WithAttrs(as), front: p.front}
+}
+
+func (p *phaseWatch) WithGroup(name string) slog.Handler {
+	return &phaseWatch{inner: p.inner.WithGroup(name), front: p.front}
 }
 
 // confineFlag defines --confine on fs: serve's, and import's, which starts the stdio

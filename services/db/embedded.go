@@ -48,6 +48,10 @@ type ClusterOptions struct {
 	// Template is a cluster template's folder (MakeTemplate): a first start copies it
 	// when it fits this build and this PostgreSQL, instead of running initdb. Empty: none.
 	Template string
+	// ClientsWait bounds how long Stop waits for the processes attached to the cluster
+	// (waitForClients) before it stops the cluster under them: zero means 30 s, negative
+	// as long as they stay attached.
+	ClientsWait time.Duration
 	// startTimeout, when set, replaces how long a start (60 s) or restart (30 s) waits
 	// for a postmaster that neither answers nor recovers. Tests shorten it.
 	startTimeout time.Duration
@@ -591,8 +595,8 @@ func ensureAppRole(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Stop shuts postgres down (fast shutdown: open transactions roll back) if this process
-// started it, once no other process is attached to it (waitForClients), and waits for
-// it to exit. It is safe to call more than once.
+// started it, once no other process is attached to it or ClusterOptions.ClientsWait has
+// passed (waitForClients), and waits for it to exit. It is safe to call more than once.
 func (c *Cluster) Stop() {
 	c.mu.Lock()
 	c.stopped = true
@@ -611,9 +615,10 @@ func (c *Cluster) Stop() {
 // data dir (a command run while serve or another command runs) attaches to it instead.
 // An attached process takes a shared flock on clientsLock before it looks for a running
 // postmaster and holds it until its Stop (holdClients); the owner's Stop first takes the
-// lock exclusively, waiting for every attached process to finish (waitForClients), and
-// keeps it until postgres has exited. So an attached process never sees the database
-// stopped by its owner: one that attaches while the owner waits is waited for too, and
+// lock exclusively, waiting for every attached process to finish (waitForClients; for at
+// most ClusterOptions.ClientsWait, then it stops the cluster under them), and
+// keeps it until postgres has exited. So an attached process does not see the database
+// stopped by its owner (unless it outlasts that wait): one that attaches while the owner waits is waited for too, and
 // one that starts while the owner stops waits for the stop and then starts postgres
 // itself. The kernel drops the lock of a process that dies, so a crashed one does not
 // keep the cluster running. Only a supervised process (serve, Supervise) does not hold
@@ -687,11 +692,18 @@ func (c *Cluster) releaseClients() {
 	}
 }
 
+// defaultClientsWait is ClusterOptions.ClientsWait's default: the owner's stop must fit
+// in a supervisor's stop timeout (docs/deploy.md), and an attached command stalled on
+// its output (`export | less`, a FIFO nobody reads) would hold it for ever, after which
+// systemd or Docker kill postgres with everything else.
+const defaultClientsWait = 30 * time.Second
+
 // waitForClients takes clientsLock exclusively when this process runs the cluster's
-// postmaster, waiting for as long as processes attached to it hold it shared: however
-// long a command takes, it must not lose its database part way. A second interrupt
-// ends the wait with the process (and postgres with it). The lock is kept until
-// releaseClients.
+// postmaster, waiting while processes attached to it hold it shared, so that a command
+// does not lose its database part way; but no longer than ClusterOptions.ClientsWait,
+// then it logs which processes hold the lock and returns without it: the cluster stops
+// under them. A second interrupt ends the wait with the process (and postgres with it).
+// The lock is kept until releaseClients.
 func (c *Cluster) waitForClients() {
 	c.mu.Lock()
 	f, cmd, done := c.clients, c.cmd, c.done
@@ -714,6 +726,10 @@ func (c *Cluster) waitForClients() {
 		c.clients = f
 		c.mu.Unlock()
 	}
+	bound := c.opts.ClientsWait
+	if bound == 0 {
+		bound = defaultClientsWait
+	}
 	start, next := time.Now(), time.Second
 	for {
 		// Turning our shared lock (if any) exclusive drops it first when it cannot be
@@ -726,8 +742,18 @@ func (c *Cluster) waitForClients() {
 			c.log.Warn("database: cannot tell whether other toolwarden processes use the embedded PostgreSQL; stopping it", "err", err)
 			return
 		}
-		if waited := time.Since(start); waited >= next {
-			c.log.Warn("database: waiting for the other toolwarden processes using the embedded PostgreSQL to finish before stopping it", "dir", c.Dir, "waited", waited.Round(time.Second))
+		waited := time.Since(start)
+		if bound > 0 && waited >= bound {
+			c.log.Warn("database: stopping the embedded PostgreSQL under the toolwarden processes still using it: they did not finish within the wait",
+				"dir", c.Dir, "waited", waited.Round(time.Second), "holders", lockHolders(f))
+			return
+		}
+		if waited >= next {
+			attrs := []any{"dir", c.Dir, "waited", waited.Round(time.Second), "holders", lockHolders(f)}
+			if bound > 0 {
+				attrs = append(attrs, "at_most", bound)
+			}
+			c.log.Warn("database: waiting for the other toolwarden processes using the embedded PostgreSQL to finish before stopping it", attrs...)
 			next = min(2*next, next+time.Minute)
 		}
 		select {
@@ -736,6 +762,63 @@ func (c *Cluster) waitForClients() {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// lockHolders names the processes holding a flock on f, as /proc/locks lists them (by
+// the file's inode): "pid 4242 (toolwarden export)", the command's first argument only
+// (the others may hold a password). "unknown" when /proc cannot tell.
+func lockHolders(f *os.File) string {
+	fi, err := f.Stat()
+	if err != nil {
+		return "unknown"
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "unknown"
+	}
+	raw, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return "unknown"
+	}
+	ino := ":" + strconv.FormatUint(st.Ino, 10)
+	var holders []string
+	for line := range strings.Lines(string(raw)) {
+		// "1: FLOCK  ADVISORY  READ 4242 08:01:1234 0 EOF"; a waiter's has "->" after the id.
+		fields := strings.Fields(line)
+		if len(fields) < 6 || fields[1] != "FLOCK" || !strings.HasSuffix(fields[5], ino) {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil || pid <= 0 {
+			continue // in another PID namespace
+		}
+		who := "pid " + fields[4]
+		if cmd := commandOf(pid); cmd != "" {
+			who += " (" + cmd + ")"
+		}
+		if !slices.Contains(holders, who) {
+			holders = append(holders, who)
+		}
+	}
+	if len(holders) == 0 {
+		return "unknown"
+	}
+	return strings.Join(holders, ", ")
+}
+
+// commandOf is process pid's program name and first argument when it is a word (a
+// subcommand: "toolwarden export"); "" when unknown.
+func commandOf(pid int) string {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil || len(raw) == 0 {
+		return ""
+	}
+	args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+	cmd := filepath.Base(args[0])
+	if len(args) > 1 && args[1] != "" && strings.Trim(args[1], "abcdefghijklmnopqrstuvwxyz-") == "" {
+		cmd += " " + args[1]
+	}
+	return cmd
 }
 
 // parentPID is process pid's parent (0 when unknown, or when it is init: the parent
