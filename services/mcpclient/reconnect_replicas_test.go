@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/toolwarden/toolwarden/internal/mcptest"
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
@@ -34,29 +36,7 @@ func TestReconnectReachesEveryReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := registry.New(pool, keys, nil)
-	replica := func(id string) *mcpclient.Manager {
-		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		bus := events.NewBus(pool, nil)
-		busDone := make(chan struct{})
-		go func() { _ = bus.Run(ctx); close(busDone) }()
-		opts := fast()
-		opts.Bus, opts.Replica = bus, id
-		opts.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv)
-		opts.Confine.Hide = append(opts.Confine.Hide, dbtest.ClusterDir(t))
-		mgr := mcpclient.New(reg, opts)
-		done := make(chan struct{})
-		go func() { _ = mgr.Run(ctx); close(done) }()
-		t.Cleanup(func() { cancel(); <-done; <-busDone })
-		testkit.WaitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
-		select {
-		case <-bus.Ready():
-		case <-time.After(10 * time.Second):
-			t.Fatal("the bus never listened")
-		}
-		return mgr
-	}
-	a, b := replica("replica-a"), replica("replica-b")
+	a, b := busManager(t, pool, reg, "replica-a"), busManager(t, pool, reg, "replica-b")
 	spec, _ := stdioSpec(t, "hangs", &mcptest.Options{Name: "hangs"})
 	sv, err := reg.CreateServer(context.Background(), audit.System, spec)
 	if err != nil {
@@ -86,4 +66,29 @@ func TestReconnectReachesEveryReplica(t *testing.T) {
 	testkit.WaitFor(t, 30*time.Second, func() bool { return starts(a) >= 2 }, "the asked replica's process was never started again")
 	// b heard the event; a, which heard it too, must not start its process a third time.
 	never(t, time.Second, func() bool { return starts(a) > 2 }, "the asked replica restarted its process again on its own event")
+}
+
+// busManager is a running manager of the servers of reg that hears the registry's
+// events on a bus of its own, as a replica's does; replica names it ("" for none).
+func busManager(t *testing.T, pool *pgxpool.Pool, reg *registry.Service, replica string) *mcpclient.Manager {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	bus := events.NewBus(pool, nil)
+	busDone := make(chan struct{})
+	go func() { _ = bus.Run(ctx); close(busDone) }()
+	opts := fast()
+	opts.Bus, opts.Replica = bus, replica
+	opts.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv)
+	opts.Confine.Hide = append(opts.Confine.Hide, dbtest.ClusterDir(t))
+	mgr := mcpclient.New(reg, opts)
+	done := make(chan struct{})
+	go func() { _ = mgr.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; <-busDone })
+	testkit.WaitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
+	select {
+	case <-bus.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the bus never listened")
+	}
+	return mgr
 }

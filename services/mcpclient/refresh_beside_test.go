@@ -2,7 +2,6 @@ package mcpclient_test
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	"github.com/toolwarden/toolwarden/internal/testkit"
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db/dbtest"
-	"github.com/toolwarden/toolwarden/services/events"
-	"github.com/toolwarden/toolwarden/services/mcpclient"
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
@@ -22,24 +19,7 @@ func TestSlowStopDoesNotHoldUpOtherServers(t *testing.T) {
 	t.Parallel()
 	pool := dbtest.New(t)
 	reg := registry.New(pool, newKeys(t), nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	bus := events.NewBus(pool, nil)
-	busDone := make(chan struct{})
-	go func() { _ = bus.Run(ctx); close(busDone) }()
-	opts := fast()
-	opts.Bus = bus
-	opts.InheritEnv = mcpclient.InheritedEnv(os.LookupEnv)
-	opts.Confine.Hide = append(opts.Confine.Hide, dbtest.ClusterDir(t))
-	mgr := mcpclient.New(reg, opts)
-	done := make(chan struct{})
-	go func() { _ = mgr.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; <-busDone })
-	testkit.WaitFor(t, 5*time.Second, func() bool { return mgr.Running() }, "manager did not start")
-	select {
-	case <-bus.Ready():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the bus never listened")
-	}
+	mgr := busManager(t, pool, reg, "")
 
 	slow, slowControl := stdioSpec(t, "slow", &mcptest.Options{Name: "slow"})
 	// The wrapper ignores SIGTERM (as its sleep does, inheriting it) and keeps the
