@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,7 @@ import (
 	"github.com/toolwarden/toolwarden/services/router"
 	"github.com/toolwarden/toolwarden/services/tools"
 	"github.com/toolwarden/toolwarden/services/toolstate"
+	"github.com/toolwarden/toolwarden/services/usage"
 	"github.com/toolwarden/toolwarden/services/verr"
 	"github.com/toolwarden/toolwarden/views"
 	"github.com/toolwarden/toolwarden/views/form"
@@ -73,8 +75,13 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		tv = h.testView(c, it, "form", tc.Arguments, nil)
+		args, held := ci.shownArgs(tc.Arguments)
+		tv = h.testView(c, it, "form", withoutMasked(tc.Arguments, args), nil)
 		tv.CaseName, tv.Expect, tv.ExpectTxt = tc.Name, tc.Expect, tc.ExpectText
+		if held {
+			tv.Notice = "This case holds a value for a parameter that is now secret: it is not shown, and its field is left empty. " +
+				"Save the case again to drop it (the case's own Run still sends it)."
+		}
 	}
 	return h.renderTest(c, ci, tv, true, last) // which lists the cases
 }
@@ -85,6 +92,65 @@ func (h TestPanelHandler) TestPage(c echo.Context) error {
 type callerItem struct {
 	tools.Item
 	fixed []views.FixedParam
+	// secret lists where the tool's current schema (fixed parameters included) marks
+	// an argument secret (tools.SecretArgNames), as the export masks saved cases by.
+	secret []string
+}
+
+// shownArgs is a saved case's arguments as the panel may show them: the values the
+// tool's current schema marks secret masked (a case saved before its parameter became
+// writeOnly still holds one, and every tool.view holder sees the panel), and whether
+// any was.
+func (ci callerItem) shownArgs(args json.RawMessage) (json.RawMessage, bool) {
+	shown := tools.MaskArgs(args, ci.secret)
+	return shown, !bytes.Equal(shown, args)
+}
+
+// withoutMasked is orig with each value that masked (tools.MaskArgs of orig) masks
+// left out: a form field left empty rather than filled with the mask, which a Save
+// would then store. An array's masked element becomes null, keeping the others' places.
+// Anything it cannot pair up is masked's, never orig's.
+func withoutMasked(orig, masked json.RawMessage) json.RawMessage {
+	if bytes.Equal(orig, masked) {
+		return orig
+	}
+	isMask := func(v json.RawMessage) bool {
+		var s string
+		return json.Unmarshal(v, &s) == nil && s == usage.Mask
+	}
+	var om, mm map[string]json.RawMessage
+	if json.Unmarshal(orig, &om) == nil && json.Unmarshal(masked, &mm) == nil && om != nil && mm != nil {
+		out := make(map[string]json.RawMessage, len(mm))
+		for k, mv := range mm {
+			switch ov, ok := om[k]; {
+			case !ok:
+				out[k] = mv
+			case isMask(mv) && !isMask(ov):
+				// left out
+			default:
+				out[k] = withoutMasked(ov, mv)
+			}
+		}
+		if b, err := json.Marshal(out); err == nil {
+			return b
+		}
+		return masked
+	}
+	var oa, ma []json.RawMessage
+	if json.Unmarshal(orig, &oa) == nil && json.Unmarshal(masked, &ma) == nil && len(oa) == len(ma) && ma != nil {
+		out := make([]json.RawMessage, len(ma))
+		for i, mv := range ma {
+			if isMask(mv) && !isMask(oa[i]) {
+				out[i] = json.RawMessage("null")
+			} else {
+				out[i] = withoutMasked(oa[i], mv)
+			}
+		}
+		if b, err := json.Marshal(out); err == nil {
+			return b
+		}
+	}
+	return masked
 }
 
 // forCaller reads tool id for the test panel (callerItem). The fixed values are shown
@@ -99,7 +165,7 @@ func (h TestPanelHandler) forCaller(c echo.Context, id string) (callerItem, erro
 		return callerItem{}, err
 	}
 	names, values := tg.Configuration().Declared(tg.InputSchema).FixedParams(tg.InputSchema) // as the router sends them
-	ci := callerItem{Item: tg.Item}
+	ci := callerItem{Item: tg.Item, secret: tools.SecretArgNames(tg.InputSchema)}
 	ci.InputSchema = tools.CallerSchema(tg.InputSchema, names)
 	inspect := PrincipalOf(c).Can(auth.PermToolInspect)
 	for i, n := range names {
@@ -138,7 +204,7 @@ func (h TestPanelHandler) renderTest(c echo.Context, ci callerItem, tv views.Too
 	if testFragment(c, page) {
 		return render(c, http.StatusOK, views.TestWorkspace(toolCard(it), tv))
 	}
-	if err := h.fillCases(c, it, &tv); err != nil {
+	if err := h.fillCases(c, ci, &tv); err != nil {
 		return err
 	}
 	v := h.page.toolPageAt(c, it, views.ToolTabTest, last)
@@ -264,7 +330,9 @@ func canRun(p *auth.Principal, it tools.Item) (bool, string) {
 // fillCases lists the saved cases, each with the level of a call with its arguments
 // and whether the caller may run it (what the workspace's Run would say for those
 // arguments); Run all is offered when every case may run, and asks for what any needs.
-func (h TestPanelHandler) fillCases(c echo.Context, it tools.Item, tv *views.ToolTest) error {
+// A case's arguments are shown with what the tool's schema now marks secret masked.
+func (h TestPanelHandler) fillCases(c echo.Context, ci callerItem, tv *views.ToolTest) error {
+	it := ci.Item
 	cs, err := h.Tools.TestCases(c.Request().Context(), it.ID)
 	if err != nil {
 		return err
@@ -288,7 +356,8 @@ func (h TestPanelHandler) fillCases(c echo.Context, it tools.Item, tv *views.Too
 		tv.CasesCanRun = tv.CasesCanRun && v.ok
 		tv.CasesMedium = tv.CasesMedium || level == risk.Medium
 		tv.CasesHigh = tv.CasesHigh || level == risk.High
-		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(tc.Arguments), Expect: tc.Expect, ExpectText: tc.ExpectText,
+		shown, held := ci.shownArgs(tc.Arguments)
+		vc := views.TestCase{ID: tc.ID, Name: tc.Name, Arguments: string(shown), HeldSecret: held, Expect: tc.Expect, ExpectText: tc.ExpectText,
 			LastRun: tc.LastRunAt, LastPassed: tc.LastPassed, LastMsg: tc.LastMessage, Risk: string(level), CanRun: v.ok,
 			LoadURL: testURL(it.ID) + "?case=" + url.QueryEscape(tc.ID), RunURL: testURL(it.ID) + "/cases/" + tc.ID + "/run",
 			DeleteURL: testURL(it.ID) + "/cases/" + tc.ID + "/delete"}
@@ -796,6 +865,9 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 		cs = slices.DeleteFunc(cs, func(tc tools.TestCase) bool { return tc.ID != only })
 	}
 	results, err := h.Router.RunCases(ctx, testCall(c, it, nil, f), cs)
+	if stopped := (*router.CasesStopped)(nil); errors.As(err, &stopped) && len(results) > 0 {
+		return h.casesStopped(c, it, results, stopped)
+	}
 	if err != nil {
 		return h.redirectWithOutcome(c, err, nil, testURL(it.ID)) // not a test outcome: nothing ran
 	}
@@ -826,6 +898,32 @@ func (h TestPanelHandler) runCases(c echo.Context, only string) error {
 		}
 		return msg
 	}, testURL(it.ID)+"#test-cases")
+}
+
+// casesStopped answers a run of cases that stopped part way: the cases that ran did
+// reach the server (and are audited), so their outcomes are recorded, even when the
+// browser went away; they verify nothing, since the rest did not run.
+func (h TestPanelHandler) casesStopped(c echo.Context, it tools.Item, results []tools.CaseResult, stopped *router.CasesStopped) error {
+	ctx := context.WithoutCancel(c.Request().Context())
+	if _, err := h.Tools.RecordTestRun(ctx, ActorOf(c), it.ID, it.DefinitionHash, results, false, false); err != nil {
+		return err
+	}
+	passed := 0
+	for _, r := range results {
+		if r.Passed {
+			passed++
+		}
+	}
+	outcome := fmt.Sprintf("%d of the %d that ran passed", passed, len(results))
+	if len(results) == 1 {
+		outcome = "the one that ran failed"
+		if passed == 1 {
+			outcome = "the one that ran passed"
+		}
+	}
+	msg := httperr.Sentence(stopped.Message()) + " " + httperr.Sentence(outcome+"; a run that did not finish does not change the tool's state")
+	setFlash(c, "error", msg, h.SecureCookies)
+	return c.Redirect(http.StatusSeeOther, testURL(it.ID)+"#test-cases")
 }
 
 // TestCaseDelete removes a saved case.

@@ -164,9 +164,12 @@ type TestOutput struct {
 
 // TestCase is a saved case with its last outcome.
 type TestCase struct {
-	ID         string
-	Name       string
-	Arguments  string
+	ID        string
+	Name      string
+	Arguments string // masked where the tool's schema now marks a parameter secret
+	// HeldSecret: the case holds a value for a parameter that became secret after it
+	// was saved (masked in Arguments): saving it again drops the value.
+	HeldSecret bool
 	Expect     string
 	ExpectText string
 	LastRun    *time.Time

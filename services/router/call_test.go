@@ -903,17 +903,18 @@ func TestRunWaitsForCallsInFlight(t *testing.T) {
 // A run of saved cases that a rate limit stops is refused as a whole, not judged case by
 // case: a case kept from the tool by a limit anyone calling it can use up says nothing
 // of the tool (a case expecting an error counted as passed, one expecting success as failed).
+// 20 cases are more than a limit of 60 a minute lets through while a run may wait.
 func TestRunCasesStoppedByRateLimit(t *testing.T) {
 	t.Parallel()
 	e := start(t, &router.Options{UserRate: 60}) // a burst of 6
 	e.server("r", true, "add")
-	cases := make([]tools.TestCase, 8)
+	cases := make([]tools.TestCase, 20)
 	for i := range cases {
 		cases[i] = tools.TestCase{ID: strconv.Itoa(i), Name: "case " + strconv.Itoa(i), Arguments: json.RawMessage(`{"a":1,"b":2}`), Expect: "error"}
 	}
 	results, err := e.r.RunCases(e.ctx, router.Call{Tool: "r__add", Actor: audit.Actor{Kind: audit.ActorUser, Name: "runner"}, Role: auth.RoleAdmin}, cases)
 	if codeOf(err) != router.CodeRateLimited || results != nil {
-		t.Fatalf("8 cases past a burst of 6: got %d results, %v; want the run refused as rate_limited", len(results), err)
+		t.Fatalf("20 cases past a burst of 6: got %d results, %v; want the run refused as rate_limited", len(results), err)
 	}
 }
 
