@@ -144,3 +144,43 @@ func TestStoredSecretCheckFailsClosed(t *testing.T) {
 		t.Errorf("the value was kept in %d messages (reply %q)", n, r.Reply)
 	}
 }
+
+// A run of test cases that stops part way (the server stopped answering) records the
+// cases that ran and says so, as the test panel does, instead of "did not run".
+func TestTestCasesStoppedPartWay(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	a := apptest.Start(t, nil)
+	a.LiveServer(t, "hs", true, "sleep")
+	a.SetRisk(t, "hs__sleep", "low")
+	tl, err := a.Tools.Target(ctx, "hs__sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := 500
+	if _, err := a.Tools.Update(ctx, audit.System, tl.ID, tools.Patch{TimeoutMS: &half}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two", "three", "four"} {
+		if _, err := a.Tools.SaveTestCase(ctx, audit.System, tl.ID, tools.TestCase{Name: name, Arguments: json.RawMessage(`{"ms":60000}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := newChat(t, a).say("test sleep")
+	if !strings.Contains(r.Reply, "2 of 4 cases ran") || strings.Contains(r.Reply, "did not run") {
+		t.Errorf("test sleep: %q; want it to say 2 of 4 cases ran", r.Reply)
+	}
+	cs, err := a.Tools.TestCases(ctx, tl.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, tc := range cs {
+		if tc.LastRunAt != nil {
+			ran++
+		}
+	}
+	if ran != 2 {
+		t.Errorf("%d cases recorded as run, want the 2 that ran", ran)
+	}
+}
