@@ -111,3 +111,46 @@ func TestArgsWalkMalformed(t *testing.T) {
 		t.Fatal("{}")
 	}
 }
+
+// caseVariants is an object of the first n spellings of name by letter case, each a
+// name of its own (name has at least log2(n) letters).
+func caseVariants(name string, n int) []byte {
+	var b strings.Builder
+	b.WriteString("{")
+	for v := range n {
+		if v > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(`"`)
+		for i, c := range name {
+			if v&(1<<i) != 0 {
+				c -= 'a' - 'A'
+			}
+			b.WriteRune(c)
+		}
+		b.WriteString(`":0`)
+	}
+	b.WriteString("}")
+	return []byte(b.String())
+}
+
+// Many names of one fold are answered by the first repeat, in the order written, and at
+// a cost that grows with their number, not its square (2^17 spellings of one name fit
+// in a body; compared pairwise they held a core for seconds): BenchmarkSameNamesVariants.
+func TestSameNamesManyVariants(t *testing.T) {
+	t.Parallel()
+	p := sameNames(caseVariants("abcdefghijklmnop", 1<<12))
+	if p == nil || len(p.segments) != 1 || p.segments[0] != "Abcdefghijklmnop" || !strings.Contains(p.message, `"abcdefghijklmnop" again`) {
+		t.Fatalf("4,096 spellings of one name: %+v, want the second named as the first again", p)
+	}
+}
+
+func BenchmarkSameNamesVariants(b *testing.B) {
+	raw := caseVariants("abcdefghijklmnopq", 1<<16)
+	b.ReportAllocs()
+	for b.Loop() {
+		if sameNames(raw) == nil {
+			b.Fatal("no repeat found")
+		}
+	}
+}

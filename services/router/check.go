@@ -2,13 +2,11 @@ package router
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -578,11 +576,11 @@ func (w *argsWalk) name(start, end int) string {
 // sameButCase finds the first name of keys (one object's, more than one) equal but for
 // case to a name before it.
 func (w *argsWalk) sameButCase(keys []keySpan) *argsProblem {
-	for k := range keys {
-		keys[k].hash = foldHash(w.d[keys[k].start:keys[k].end])
-	}
 	first, second := -1, -1
 	if len(keys) <= 16 {
+		for k := range keys {
+			keys[k].hash = foldHash(w.d[keys[k].start:keys[k].end])
+		}
 		for j := 1; j < len(keys) && second < 0; j++ {
 			for i := range j {
 				if keys[i].hash == keys[j].hash && w.foldEqual(keys[i], keys[j]) {
@@ -592,14 +590,18 @@ func (w *argsWalk) sameButCase(keys []keySpan) *argsProblem {
 			}
 		}
 	} else {
-		// Sorted by hash, then place: a name equal to another is after it among those of its hash.
-		slices.SortFunc(keys, func(a, b keySpan) int { return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(a.start, b.start)) })
-		for j := 1; j < len(keys); j++ {
-			for i := j - 1; i >= 0 && keys[i].hash == keys[j].hash; i-- {
-				if (second < 0 || keys[j].start < keys[second].start) && w.foldEqual(keys[i], keys[j]) {
-					first, second = i, j
-				}
+		// The folded names in a map (Go's map hashing is seeded, so no crafted set of
+		// names collides: 2^17 spellings of one name cost linear time, not quadratic),
+		// the first repeat in the order they were written.
+		seen := make(map[string]int, len(keys))
+		var buf []byte
+		for j := range keys {
+			buf = w.folded(buf[:0], keys[j])
+			if i, ok := seen[string(buf)]; ok {
+				first, second = i, j
+				break
 			}
+			seen[string(buf)] = j
 		}
 	}
 	if second < 0 {
@@ -611,6 +613,17 @@ func (w *argsWalk) sameButCase(keys []keySpan) *argsProblem {
 		msg = "is given more than once; servers could read either, so send it once"
 	}
 	return &argsProblem{segments: []string{b}, message: msg}
+}
+
+// folded appends the case fold of name k's text (foldRune of each rune) to buf.
+func (w *argsWalk) folded(buf []byte, k keySpan) []byte {
+	name := w.d[k.start:k.end]
+	for i := 0; i < len(name); {
+		var r rune
+		r, i = nameRune(name, i)
+		buf = utf8.AppendRune(buf, foldRune(r))
+	}
+	return buf
 }
 
 func (w *argsWalk) foldEqual(x, y keySpan) bool {
