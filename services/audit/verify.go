@@ -67,7 +67,9 @@ type Problem struct {
 // ErrMalformedLog means an entry could not be read at all as the log writes it (its id
 // is not a bigint, or a column the check reads is gone): the table's definition was
 // altered, which only its owner or a superuser can do. It is tampering, not a check that
-// could not run: verify exits 1 on it, and the page records it as a failed check.
+// could not run: verify exits 1 on it, and the page records it as a failed check. A
+// database with no Toolwarden schema at all would read the same (no audit_log): callers
+// refuse one first (the command line's openForAudit, the server's migrations).
 var ErrMalformedLog = errors.New("audit: the audit_log table was altered")
 
 // MaxReported bounds the problems and gaps a VerifyResult lists (all are counted).
