@@ -20,15 +20,21 @@ var commandRules = []struct {
 }{
 	// run_command's stdin is /dev/null, so -f changes nothing there: -r alone deletes as much.
 	{"deletes recursively (rm -r, rm -rf)", rmRecursive},
-	{"runs as root (sudo)", re("(^|[;&|(\\s`{,])(\\S*/)?sudo($|[\\s;&|)`},])")},
+	{"runs as root (sudo, doas, pkexec, su)", re("(^|[;&|(\\s`{,])(\\S*/)?(sudo|doas|pkexec|su)($|[\\s;&|)`},])")},
 	// Whatever feeds the pipe (a download, base64 -d, a file), the shell runs text the
 	// command line does not show; || is no pipe.
 	{"pipes into a shell what another command prints (curl … | sh, base64 -d | bash)", re(`(^|[^|])\|&?\s*` + shellWord)},
+	// An interpreter given no script reads its code from standard input; with a script or
+	// -m module, what is piped is data (… | python3 -m json.tool).
+	{"pipes into an interpreter what another command prints (curl … | python3, | perl -)", re(`(^|[^|])\|&?\s*` + wrappers +
+		`(\S*/)?(python[0-9.]*|perl|ruby|node|php|lua|tclsh|Rscript)(\s+-[A-Za-z]*)*(\s+-)?\s*($|[;&|)\n])`)},
 	{"feeds a download to a shell (sh <(curl …), sh -c \"$(curl …)\")", re(`(^|[;&|(\s]|\x60)(\S*/)?((ba|z|da|k|fi)?sh|source|\.)\s[^;&|\n]*(<\(|\$\(|\x60)\s*(curl|wget|fetch)\b`)},
 	{"makes a file system (mkfs)", re(`\bmkfs(\.\w+)?\b`)},
 	{"writes raw blocks (dd of=)", re(`\bdd\b[^;&|\n]*\bof=`)},
-	{"changes permissions recursively (chmod -R)", chmodRecursive},
+	{"changes permissions or owners recursively (chmod -R, chown -R, chgrp -R)", chmodRecursive},
 	{"force-pushes (git push --force)", gitForcePush},
+	{"deletes a remote branch or tag (git push --delete, git push origin :branch)", gitPushDelete},
+	{"deletes from the destination what the source does not hold (rsync --delete)", rsyncDelete},
 	{"writes to a device file", deviceWrite},
 	{whyBuilt, builtCommand},
 	// /bin/r[m] is rm wherever the file exists; which command a wildcard names, the text
@@ -52,7 +58,11 @@ var commandRules = []struct {
 
 // shellWord is a shell a pipe feeds, after any wrappers that run their arguments as a
 // command (sudo, env, command, exec, nice, nohup) and their options.
-const shellWord = `((\S*/)?(sudo|env|command|exec|nice|nohup)\s+([^;&|\n]*\s)?)?(\S*/)?(ba|z|da|k|fi)?sh\b`
+const shellWord = wrappers + `(\S*/)?(ba|z|da|k|fi|mk|c|tc)?sh\b`
+
+// wrappers are commands that run their arguments as a command (sudo, env, nice, a
+// busybox applet…), with their options, before the command they run.
+const wrappers = `((\S*/)?(sudo|doas|pkexec|env|command|exec|nice|nohup|busybox|timeout|setsid|stdbuf|ionice|chrt|taskset|unbuffer)\s+([^;&|\n]*\s)?)?`
 
 // unquoted is cmd roughly as the shell reads its words: a backslash-newline joins the
 // lines, and quotes and backslashes go (`"rm" -rf` and `\rm -rf` are rm -rf, as is r, two
@@ -396,7 +406,7 @@ func rmRecursive(cmd string) bool {
 
 // chmodRecursive finds a chmod given -R (--recursive).
 func chmodRecursive(cmd string) bool {
-	return commandArgs(cmd, "chmod", func(args []string) bool {
+	recursive := func(args []string) bool {
 		for _, a := range args {
 			if strings.HasPrefix(a, "--") && longOption(a, "--recursive") ||
 				!strings.HasPrefix(a, "--") && strings.HasPrefix(a, "-") && strings.Contains(a, "R") {
@@ -404,6 +414,39 @@ func chmodRecursive(cmd string) bool {
 			}
 		}
 		return false
+	}
+	return commandArgs(cmd, "chmod", recursive) || commandArgs(cmd, "chown", recursive) || commandArgs(cmd, "chgrp", recursive)
+}
+
+// gitPushDelete finds a git push that deletes a ref on the remote: --delete (-d), or a
+// refspec with nothing before its colon (:branch).
+func gitPushDelete(cmd string) bool {
+	return commandArgs(cmd, "git", func(args []string) bool {
+		push := slices.Index(args, "push")
+		if push < 0 {
+			return false
+		}
+		for _, a := range args[push+1:] {
+			switch {
+			case strings.HasPrefix(a, "--"):
+				if longOption(a, "--delete", "--prune", "--mirror") {
+					return true
+				}
+			case strings.HasPrefix(a, "-") && strings.Contains(a, "d"), strings.HasPrefix(a, ":") && len(a) > 1:
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// rsyncDelete finds an rsync that deletes at the destination (--delete and its
+// variants, --remove-source-files).
+func rsyncDelete(cmd string) bool {
+	return commandArgs(cmd, "rsync", func(args []string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			return strings.HasPrefix(a, "--del") || strings.HasPrefix(a, "--remove-source")
+		})
 	})
 }
 
