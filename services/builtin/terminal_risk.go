@@ -914,9 +914,12 @@ func joinedRisk(held *lineEditor, input string) string {
 	// An Esc alone left pending, then keys that do not continue a key's sequence ([ or
 	// O: the arrows, Home, End): in a full-screen program that is Esc, then keys (vim's
 	// Esc, then :wq), which the line's rebuilding reads as a shell's Alt key. Only the
-	// command's reasons count then; an arrow key split between two calls still does.
+	// command's reasons count then; an arrow key split between two calls still does, and
+	// so do the Alt keys with which readline takes a line or words from the history
+	// (M-< M-> beginning and end of history, M-. M-_ M-C-y its arguments, M-p M-n its
+	// search, M-r the line as it was), which no input shows.
 	twoKeys := len(held.line) == 0 && !held.shellEdited && !held.cut && string(held.pending) == "\x1b" &&
-		!strings.HasPrefix(input, "[") && !strings.HasPrefix(input, "O")
+		input != "" && !strings.ContainsRune("[O<>._\x19pnr", rune(input[0]))
 	for _, why := range joined.line {
 		if !twoKeys && !slices.Contains(alone.line, why) && !slices.Contains(before.line, why) {
 			added.add(true, why)

@@ -89,6 +89,9 @@ func TestJoinedRisk(t *testing.T) {
 		{"\x1b", "[Asud", "changed by the shell"}, // the up key, cut between two inputs
 		{"\x1b", "OA\n", "changed by the shell"},  // the same key as SS3
 		{"\x1b", ":wq\n", ""},                     // vim: Esc, then a command
+		{"\x1b", "<\n", "changed by the shell"},   // readline's M-<: the oldest history line
+		{"\x1b", ".\n", "changed by the shell"},   // M-.: the last command's last word
+		{"\x1b", "p\n", "changed by the shell"},   // M-p: a search of the history
 		{"\x1b", "ZZ", ""},
 		{"\x1b", "sudo reboot\n", ""}, // rated alone, as the router did
 		{"sudo ls; r", "m -r x", "deletes recursively"},
