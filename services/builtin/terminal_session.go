@@ -762,7 +762,11 @@ func (ts *Terminals) Start(c TerminalCaller, conversation, dir, command string, 
 	cmd.Dir = dir
 	cmd.Env = ts.env(home, t.ID)
 	cmd.Stdout, cmd.Stderr = t.out, t.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	// Pdeathsig, as stdio servers have it: a SIGKILLed serve does not leave the command
+	// running past its timeout, whose timer died with serve (confined, the helper's own
+	// PDEATHSIG ends the namespace too); what it started in the background is cleaned at
+	// the next start (CleanupOrphans).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	ts.opts.Confiner.ApplyTerminal(cmd, ws)
 	if err := cmd.Start(); err != nil {
@@ -921,6 +925,7 @@ func startPTY(cmd *exec.Cmd, cols, rows uint16) (*os.File, error) {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty = true, true // Ctty 0: its stdin
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL                  // as run_command's
 	if err := cmd.Start(); err != nil {
 		_ = ptmx.Close()
 		return nil, err
