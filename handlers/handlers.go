@@ -402,7 +402,8 @@ func (d *Shell) layout(c echo.Context, title string, topics ...string) views.Lay
 
 func promptOf(c grants.Collaboration) views.CollaborationPrompt {
 	return views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt, ConversationID: c.ConversationID,
-		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, CreatedAt: c.CreatedAt}
+		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, OneTime: c.GrantOneTime,
+		TTL: time.Duration(c.GrantTTLSeconds) * time.Second, CreatedAt: c.CreatedAt}
 }
 
 // seesNavBadge reports whether p sees a navigation area with a count.

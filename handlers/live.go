@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 
@@ -90,7 +91,8 @@ func (l Live) Render(ctx context.Context, ev events.Event) ([]byte, error) {
 			}
 			if events.CollaborationRequested.Is(ev) {
 				parts = append(parts, views.LiveCollaborationAsked(views.CollaborationPrompt{ID: c.ID, Prompt: c.Prompt,
-					ConversationID: c.ConversationID, AuthorizeOperation: c.AuthorizeOperation, Target: c.Target}))
+					ConversationID: c.ConversationID, AuthorizeOperation: c.AuthorizeOperation, Target: c.Target,
+					OneTime: c.GrantOneTime, TTL: time.Duration(c.GrantTTLSeconds) * time.Second}))
 				parts = append(parts, views.LiveToast("info", "An agent asks you a question: answer it at the top of the page."))
 			} else {
 				parts = append(parts, views.LiveCollaborationEnded(c.ID))

@@ -10,7 +10,11 @@ type CollaborationPrompt struct {
 	ConversationID     string
 	AuthorizeOperation string
 	Target             string
-	CreatedAt          time.Time
+	// OneTime and TTL are what approving grants: one use within TTL, or any number of
+	// uses for TTL (0: unknown, said as "for a few minutes").
+	OneTime   bool
+	TTL       time.Duration
+	CreatedAt time.Time
 }
 
 // GrantsPage lists active grants.

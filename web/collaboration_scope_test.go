@@ -5,14 +5,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolwarden/toolwarden/views"
 )
 
 // A question's card says everything an approving answer grants, as widely as the grant
 // matches: a whole tool names its operations (delete_file among file_operations'), no
-// target is any file, and a grant is used any number of times for its 5 minutes unless
-// the agent asked for one use. A card that said only "file_operations" let a person
+// target is any file, and a grant is used any number of times for its minutes, or once
+// when the agent asked for one use. A card that said only "file_operations" let a person
 // approve every file operation on every path without being told.
 func TestCollaborationCardSaysTheGrantsScope(t *testing.T) {
 	t.Parallel()
@@ -30,14 +31,15 @@ func TestCollaborationCardSaysTheGrantsScope(t *testing.T) {
 		want, not []string
 	}{
 		{
-			c: views.CollaborationPrompt{ID: "q1", Prompt: "May I tidy up?", ConversationID: "conv-1", AuthorizeOperation: "file_operations"},
+			c: views.CollaborationPrompt{ID: "q1", Prompt: "May I tidy up?", ConversationID: "conv-1", AuthorizeOperation: "file_operations",
+				TTL: 5 * time.Minute},
 			want: []string{"approving allows all file operations ( file_operations ), delete_file included",
-				"on any file (the agent named no path)", "for 5 minutes: any number of uses, unless the agent asked for one use only"},
+				"on any file (the agent named no path)", "for 5 minutes, any number of uses"},
 		},
 		{
 			c: views.CollaborationPrompt{ID: "q2", Prompt: "May I write?", ConversationID: "conv-1",
-				AuthorizeOperation: "file_operations.create_file", Target: "/srv/app.conf"},
-			want: []string{"approving allows file_operations.create_file on /srv/app.conf only", "for 5 minutes"},
+				AuthorizeOperation: "file_operations.create_file", Target: "/srv/app.conf", OneTime: true, TTL: 2 * time.Minute},
+			want: []string{"approving allows file_operations.create_file on /srv/app.conf only", "for one use, within 2 minutes"},
 			not:  []string{"any file", "all file operations"},
 		},
 		{

@@ -417,6 +417,10 @@ type Collaboration struct {
 	Prompt             string `json:"prompt"`
 	AuthorizeOperation string `json:"authorize_operation,omitempty"`
 	Target             string `json:"target,omitempty"`
-	Status             string `json:"status"`
-	Response           string `json:"response,omitempty"`
+	// GrantOneTime and GrantTTLSeconds say what approving grants: one use, or any number
+	// for the time, so that the question's card says it.
+	GrantOneTime    bool   `json:"grant_one_time,omitempty"`
+	GrantTTLSeconds int    `json:"grant_ttl_seconds,omitempty"`
+	Status          string `json:"status"`
+	Response        string `json:"response,omitempty"`
 }

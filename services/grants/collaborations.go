@@ -95,7 +95,8 @@ func scanCollab(row pgx.Row) (Collaboration, error) {
 
 func (c Collaboration) event() events.Collaboration {
 	return events.Collaboration{ID: c.ID, UserID: c.UserID, ConversationID: c.ConversationID, Prompt: c.Prompt,
-		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, Status: c.Status, Response: c.Response}
+		AuthorizeOperation: c.AuthorizeOperation, Target: c.Target, GrantOneTime: c.GrantOneTime, GrantTTLSeconds: c.GrantTTLSeconds,
+		Status: c.Status, Response: c.Response}
 }
 
 // Verdict is what a free-text answer means.
