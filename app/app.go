@@ -106,6 +106,8 @@ type Config struct {
 	// SocketsPerPerson bounds one person's open websockets (0: 64; negative: none, for
 	// benchmarks).
 	SocketsPerPerson int
+	// SocketsPerProcess bounds all open websockets together (0: 10,000; negative: none).
+	SocketsPerProcess int
 	// BodyReadTimeout bounds reading a request's body (0: a minute; tests shorten it).
 	BodyReadTimeout time.Duration
 	// DownloadStall bounds how long a download waits for its client to read on (0: a
@@ -433,7 +435,7 @@ func New(ctx context.Context, cfg Config) (_ *App, err error) {
 		Assistant: a.Assistant, SecureCookies: cfg.SecureCookies, Registry: a.Registry, MCP: a.MCP,
 		Tools: a.Tools, Router: a.Router, Runs: a.runs, Executions: a.Executions, Decide: a.Decide,
 		Denials: a.Denials, TrustedProxies: cfg.TrustedProxies, Terminals: a.Terminals, Grants: a.Grants,
-		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, SocketsPerPerson: cfg.SocketsPerPerson, BodyReadTimeout: cfg.BodyReadTimeout,
+		Gateway: a.Gateway, ConfigCode: a.ConfigCode, Keys: a.Keys, RemoteRuns: remoteRuns{a}, SessionRecheck: cfg.SessionRecheck, SocketsPerPerson: cfg.SocketsPerPerson, SocketsPerProcess: cfg.SocketsPerProcess, BodyReadTimeout: cfg.BodyReadTimeout,
 		DownloadStall: cfg.DownloadStall}, a.Bus)
 
 	return a, nil

@@ -73,6 +73,9 @@ type Deps struct {
 	// SocketsPerPerson bounds one person's open websockets on this replica (0: 64;
 	// negative: none, for benchmarks that stand in for thousands of people with one).
 	SocketsPerPerson int
+	// SocketsPerProcess bounds every person's open websockets on this replica together
+	// (0: 10,000; negative: none).
+	SocketsPerProcess int
 	// BodyReadTimeout bounds reading a request's body (0: a minute); nothing else of a
 	// request is bounded by time, so long streams live on.
 	BodyReadTimeout time.Duration

@@ -74,6 +74,11 @@ const (
 	// buffers and a session check every wsRecheckEvery. Many tabs and terminals stay
 	// well under it.
 	wsPerPerson = 64
+	// wsPerProcess bounds everyone's open sockets together, unless
+	// Deps.SocketsPerProcess says otherwise: each holds a subscription's buffer (256
+	// events, about 22 KiB), two goroutines and their buffers, so many people's tabs
+	// must not grow the process without end.
+	wsPerProcess = 10000
 )
 
 // sampledTopics are the topics a socket receives in batches (wsSampleEvery), besides
@@ -129,8 +134,10 @@ type hub struct {
 	// forwarded are the terminal sockets this replica forwards to another
 	// (web/terminal_forward.go): counted and told of a shutdown as conns are.
 	forwarded map[*forwardedConn]struct{}
-	// perPerson counts each person's open sockets (replayKey), bounded by wsPerPerson.
+	// perPerson counts each person's open sockets (replayKey), bounded by wsPerPerson;
+	// open counts them all, bounded by wsPerProcess.
 	perPerson map[string]int
+	open      int
 	closed    bool
 	// flying makes every socket that wants an event (or a batch) not yet rendered wait
 	// for one rendering of it (once): an event reaches all sockets at once, and each rendering
@@ -327,10 +334,17 @@ func (h *hub) admit(p *auth.Principal) (done func(), err error) {
 		return nil, echo.NewHTTPError(http.StatusTooManyRequests,
 			fmt.Sprintf("too many open live connections (at most %d pages and terminals at once): close some tabs", most))
 	}
+	if most := h.perProcessCap(); most >= 0 && h.open >= most {
+		// The page's socket tries again (app.js), as after a restart.
+		return nil, echo.NewHTTPError(http.StatusServiceUnavailable,
+			fmt.Sprintf("this server holds as many live connections as it takes (%d); the page tries again shortly", most))
+	}
 	h.perPerson[key]++
+	h.open++
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.open--
 		if h.perPerson[key]--; h.perPerson[key] <= 0 {
 			delete(h.perPerson, key)
 		}
@@ -898,6 +912,14 @@ func (h *hub) acquireReplay(ctx context.Context, p *auth.Principal) (release fun
 		<-r.slot
 		unref()
 	}, nil
+}
+
+// perProcessCap is how many sockets may be open at once on this process (negative: any).
+func (h *hub) perProcessCap() int {
+	if h.deps.SocketsPerProcess != 0 {
+		return h.deps.SocketsPerProcess
+	}
+	return wsPerProcess
 }
 
 // perPersonCap is how many sockets one person may hold open (negative: any number).

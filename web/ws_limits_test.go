@@ -161,3 +161,41 @@ func statusOf(res *http.Response) int {
 	}
 	return res.StatusCode
 }
+
+// Everyone's sockets together are bounded on a process (each holds a buffer of events
+// and goroutines): past the bound a socket is refused with 503 before its upgrade, and
+// one that closes makes room again.
+func TestSocketsBoundedPerProcess(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, &webtest.Options{SocketsPerProcess: 2})
+	admin := srv.Login(t, "admin", webtest.AdminPassword)
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+	var open []*websocket.Conn
+	for range 2 {
+		conn, _, err := deflateDialer.Dial(url, wsHeader(srv, admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		open = append(open, conn)
+	}
+	_, res, err := deflateDialer.Dial(url, wsHeader(srv, admin))
+	if err == nil || res == nil || res.StatusCode != http.StatusServiceUnavailable {
+		code := 0
+		if res != nil {
+			code = res.StatusCode
+		}
+		t.Fatalf("a third socket past a bound of 2: %v, status %d; want 503", err, code)
+	}
+	if b, _ := io.ReadAll(res.Body); !strings.Contains(string(b), "as many live connections as it takes") {
+		t.Errorf("the refusal says %q", b)
+	}
+	open[0].Close()
+	webtest.WaitFor(t, 10*time.Second, func() bool {
+		conn, _, err := deflateDialer.Dial(url, wsHeader(srv, admin))
+		if err == nil {
+			conn.Close()
+		}
+		return err == nil
+	}, "a socket closed made no room")
+}

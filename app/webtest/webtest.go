@@ -97,6 +97,8 @@ type Options struct {
 	SessionRecheck time.Duration
 	// SocketsPerPerson bounds one person's open websockets (0: 64; negative: none).
 	SocketsPerPerson int
+	// SocketsPerProcess bounds all open websockets together (0: 10,000; negative: none).
+	SocketsPerProcess int
 	// BodyReadTimeout bounds reading a request's body (0: a minute).
 	BodyReadTimeout time.Duration
 	// DownloadStall bounds how long a download waits for its client to read on (0: a minute).
@@ -135,6 +137,7 @@ func Start(t testing.TB, opts *Options) *Server {
 		c.Checkpoints = opts.Checkpoints
 		c.SessionRecheck = opts.SessionRecheck
 		c.SocketsPerPerson = opts.SocketsPerPerson
+		c.SocketsPerProcess = opts.SocketsPerProcess
 		c.BodyReadTimeout = opts.BodyReadTimeout
 		c.DownloadStall = opts.DownloadStall
 		c.Egress = opts.Egress
