@@ -62,7 +62,7 @@ var benchWSClients = func() int {
 //	go test ./e2e -run '^$' -bench 'TransitionReachesDOM' -count=1
 func BenchmarkTransitionReachesDOM(b *testing.B) {
 	// One admin stands in for as many people as there are clients: no cap on one person's sockets.
-	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}, SocketsPerPerson: -1})
+	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}, SocketsPerPerson: -1, SocketsPerProcess: -1})
 	srv.LiveServer(b, "bench", true, "echo")
 	ctx := context.Background()
 	toolID := srv.ToolID(b, "bench__echo")

@@ -33,7 +33,7 @@ var dashboardTopics = regexp.MustCompile(`data-topics="([^"]*)"`)
 //	go test ./web -run '^$' -bench 'CallsWithIdleDashboards' -count=1
 func BenchmarkCallsWithIdleDashboards(b *testing.B) {
 	// One admin stands in for as many people as there are clients: no cap on one person's sockets.
-	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}, SocketsPerPerson: -1})
+	srv := webtest.Start(b, &webtest.Options{Router: &router.Options{UserRate: -1}, SocketsPerPerson: -1, SocketsPerProcess: -1})
 	liveServer(b, srv, "bench", true, "echo")
 	ctx := context.Background()
 	admin, err := srv.Auth.GetUserByName(ctx, "admin")
