@@ -148,8 +148,8 @@ func TestTakenOverRunnerStartsNoFurtherStep(t *testing.T) {
 
 // A step starts only while its runner is the execution's recorded one: a runner that
 // lost its lock and resumes once another replica's sweep queued the execution again
-// (its runner forgotten), before any runner picked it up, starts nothing either. The
-// step it would have started runs once, by the next runner.
+// (its runner forgotten), before any runner picked it up, starts nothing either (it
+// stops, saying so). The step it would have started runs once, by the next runner.
 func TestForgottenRunnerStartsNoStep(t *testing.T) {
 	f := freezeBeforeStep2(t)
 	e := f.e
@@ -160,9 +160,9 @@ func TestForgottenRunnerStartsNoStep(t *testing.T) {
 	f.release() // A resumes
 	testkit.WaitFor(t, 30*time.Second, func() bool { return strings.Contains(f.logs.String(), "took this execution over") },
 		"runner A never stopped before step 2")
-	if st := e.steps(f.ex.ID); st[1].Status != executions.StepPending || st[1].StartedAt != nil {
-		t.Fatalf("after runner A stopped: step 2 %s (started %v), want pending, never started", st[1].Status, st[1].StartedAt)
-	}
+	// The queued job is anyone's now: this process's own workers may pick it up at once
+	// (a new run, which records itself first), or the next runner does. Step 2 is asked
+	// once, and the plan ends in order (answerStep2).
 	e.run(e.sweeper("c3c3c3c3-c3c3-43c3-83c3-c3c3c3c3c3c3", func(id string) bool { return id != takeoverA }))
 	f.answerStep2(t)
 }
