@@ -326,8 +326,9 @@ func TestCrashChild(t *testing.T) {
 	time.Sleep(time.Hour) // until killed
 }
 
-// A Toolwarden killed with SIGKILL leaves its terminals running; the next start
-// kills them, a process that left its terminal's session too, and only them: a
+// A Toolwarden killed with SIGKILL leaves what its terminals started in the background
+// running (their shells and commands die with it); the next start kills them, a
+// process that left its terminal's session too, and only them: a
 // process that is not marked as ours survives.
 func TestCleanupAfterCrash(t *testing.T) {
 	t.Parallel()
@@ -372,9 +373,13 @@ func TestCleanupAfterCrash(t *testing.T) {
 
 	_ = child.Process.Signal(syscall.SIGKILL)
 	_ = child.Wait()
+	// The command's own shell ($$, the second pid) gets SIGKILL with its Toolwarden
+	// (PDEATHSIG); what it started in the background outlives it, as the nohup'd sleep
+	// outlives the PTY's shell.
+	waitGone(t, pids[1])
 	time.Sleep(100 * time.Millisecond)
-	for _, pid := range pids {
-		if !alive(pid) {
+	for i, pid := range pids {
+		if i != 1 && !alive(pid) {
 			t.Fatalf("process %d died with its Toolwarden; the test shows nothing", pid)
 		}
 	}

@@ -586,7 +586,16 @@ func (b *Bus) catchUp(ctx context.Context) error {
 		if len(evs) == 0 {
 			return nil
 		}
-		b.dispatch(evs)
+		b.mu.Lock()
+		if b.lastID != after || !b.lastAt.Equal(at) {
+			// Another delivery moved on while this read ran (a commit of this process, a
+			// reset): what was read follows an event that is no longer the last, and
+			// dispatching it would skip the check of the one that is. Read again from it.
+			b.mu.Unlock()
+			continue
+		}
+		b.dispatchLocked(evs)
+		b.mu.Unlock()
 		if len(evs) < batch {
 			return nil
 		}
