@@ -421,23 +421,7 @@ func chmodRecursive(cmd string) bool {
 // gitPushDelete finds a git push that deletes a ref on the remote: --delete (-d), or a
 // refspec with nothing before its colon (:branch).
 func gitPushDelete(cmd string) bool {
-	return commandArgs(cmd, "git", func(args []string) bool {
-		push := slices.Index(args, "push")
-		if push < 0 {
-			return false
-		}
-		for _, a := range args[push+1:] {
-			switch {
-			case strings.HasPrefix(a, "--"):
-				if longOption(a, "--delete", "--prune", "--mirror") {
-					return true
-				}
-			case strings.HasPrefix(a, "-") && strings.Contains(a, "d"), strings.HasPrefix(a, ":") && len(a) > 1:
-				return true
-			}
-		}
-		return false
-	})
+	return gitPushWith(cmd, 'd', ':', "--delete", "--prune", "--mirror")
 }
 
 // rsyncDelete finds an rsync that deletes at the destination (--delete and its
@@ -453,6 +437,13 @@ func rsyncDelete(cmd string) bool {
 // gitForcePush finds a git push given --force (-f, --force-with-lease,
 // --force-if-includes) or a +refspec.
 func gitForcePush(cmd string) bool {
+	return gitPushWith(cmd, 'f', '+', "--force", "--force-with-lease", "--force-if-includes")
+}
+
+// gitPushWith finds a git push given one of the long options (by any prefix git takes),
+// a cluster of short ones holding short, or a refspec starting with refspec and naming
+// something after it.
+func gitPushWith(cmd string, short, refspec byte, long ...string) bool {
 	return commandArgs(cmd, "git", func(args []string) bool {
 		push := slices.Index(args, "push")
 		if push < 0 {
@@ -461,10 +452,10 @@ func gitForcePush(cmd string) bool {
 		for _, a := range args[push+1:] {
 			switch {
 			case strings.HasPrefix(a, "--"):
-				if longOption(a, "--force", "--force-with-lease", "--force-if-includes") {
+				if longOption(a, long...) {
 					return true
 				}
-			case strings.HasPrefix(a, "-") && strings.Contains(a, "f"), strings.HasPrefix(a, "+") && len(a) > 1:
+			case strings.HasPrefix(a, "-") && strings.IndexByte(a, short) >= 0, len(a) > 1 && a[0] == refspec:
 				return true
 			}
 		}
