@@ -16,10 +16,12 @@ import (
 // keeps the secret: the Schema tab's comparison masks it as the current one is.
 func TestToolSchemaDiffMasksServerSecrets(t *testing.T) {
 	t.Parallel()
-	srv := webtest.Start(t, nil)
 	const headerVal = "diff-hdr-5Kw8Np2Qs7Vx4Zc9"
+	// Closed after the server stops (cleanups run last first): its connection to the
+	// upstream stays open until then, and Close would wait for it.
 	up := httptest.NewServer(mcptest.New(&mcptest.Options{Name: "old"}).Handler())
 	t.Cleanup(up.Close)
+	srv := webtest.Start(t, nil)
 	srv.App.RegisterServer(t, registry.Spec{Name: "old", Type: registry.TypeStreamableHTTP, URL: up.URL + "/mcp", Enabled: true,
 		Trusted: true, Headers: map[string]string{"X-Api-Key": headerVal}}, "echo")
 	id := srv.ToolID(t, "old__echo")
