@@ -17,6 +17,7 @@ import (
 // is being confirmed) is tied to it with aria-describedby, and Escape pressed in an
 // Actions menu or a dialog closes only that, not the assistant's slide-over.
 func TestBrowserConfirmDescribedAndEscapeScoped(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	sv, err := srv.Registry.CreateServer(context.Background(), audit.System, registry.Spec{Name: "one",
 		Type: registry.TypeStreamableHTTP, URL: "http://127.0.0.1:9/mcp"})

@@ -14,6 +14,7 @@ import (
 // listed with the words "(failed)", not only struck through (which a screen reader does
 // not read, and not every eye tells apart).
 func TestBrowserAssistantFailedActionSaysSo(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv)
 	// Critical findings block an enable without an override: the assistant's fails.

@@ -15,6 +15,7 @@ import (
 // region; the region says "Checking the chain…" once (nothing in it changes while the
 // check runs: content swapped in again is read again), then the result.
 func TestBrowserAuditVerifyAnnouncesOnce(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

@@ -14,6 +14,7 @@ import (
 // region the same element and changes its text, so a screen reader reads each new count
 // (a region inserted with its text is not read); the bulk bar comes back to the search.
 func TestBrowserToolSearchAnnouncesCount(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv, registry.ToolDef{Name: "read_page", Description: "Reads one page of the documentation.", InputSchema: searchSchema})
 

@@ -15,6 +15,7 @@ import (
 // when the current password is wrong, changes it, stays signed in, and the person's
 // other session ends.
 func TestBrowserChangeOwnPassword(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	const pw, next = "browser-password-1", "browser-password-2"
 	srv.CreateUser(t, "paula", auth.RoleToolUser, pw)

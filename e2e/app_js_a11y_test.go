@@ -13,6 +13,7 @@ import (
 // invalid (a <fieldset>, which takes no focus) puts the focus on the group's control.
 // Saving a wrong approval time left the focus on <body>.
 func TestBrowserInvalidGroupFocusesItsControl(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -43,6 +44,7 @@ func TestBrowserInvalidGroupFocusesItsControl(t *testing.T) {
 // an aria-label, which screen readers read instead. In the token's modal dialog it is
 // said in the dialog's own region (the page behind is inert).
 func TestBrowserCopyIsAnnounced(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -68,6 +70,7 @@ func TestBrowserCopyIsAnnounced(t *testing.T) {
 // back, with a warning, after a first Escape (the value would be lost for good); a
 // second Escape closes it.
 func TestBrowserSecretDialogSurvivesOneEscape(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

@@ -13,6 +13,7 @@ import (
 // so once its post left the page as it was (stopped, failed, or a Back to the page the
 // browser kept), the next submit went without asking. Each submit asks.
 func TestBrowserConfirmAsksEveryTime(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	b := newBrowser(t)

@@ -13,6 +13,7 @@ import (
 // sign-out, for Back to show without asking the server. Nothing is kept now, and Back
 // loads the page from the server.
 func TestBrowserNoHistoryCache(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

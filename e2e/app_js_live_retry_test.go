@@ -40,6 +40,7 @@ const closeAs = `(function () {
 // (or a plain 1000), which the ws extension does not retry: the page said "Offline"
 // until reloaded. It reconnects, after its usual wait.
 func TestBrowserLiveRetriesGoingAway(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	if _, err := chromedp.Call(b.ctx, page.AddScriptToEvaluateOnNewDocument,
@@ -64,6 +65,7 @@ func TestBrowserLiveRetriesGoingAway(t *testing.T) {
 // for as long as the server was away. It is no live region; the end of live updates (a
 // close not retried) is said once.
 func TestBrowserLiveStatusSaysOnlyTheEnd(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

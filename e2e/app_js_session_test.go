@@ -110,6 +110,7 @@ func (b *browser) forgetNetworkErrors() {
 // data for good. It now asks for itself after a refused handshake and, sent to sign in,
 // goes to the sign-in page, which brings the person back.
 func TestBrowserSessionEndedWhileOfflineSignsIn(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	proxy := newCutProxy(t, srv)
 	b := newBrowser(t)
@@ -162,6 +163,7 @@ func TestBrowserSessionEndedWhileOfflineSignsIn(t *testing.T) {
 // (nothing it asked for may be followed) is not reconnected by the ws extension, so the
 // badge says "Offline", not "Offline — retrying".
 func TestBrowserSocketNotRetriedSaysOffline(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

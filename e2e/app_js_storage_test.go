@@ -25,6 +25,7 @@ const blockStorage = `(function () {
 // was never shown, and lost. The dialog opens (modal), toasts and the theme button
 // still work, and nothing is thrown. Without script the value shows too.
 func TestBrowserSecretShownWithoutStorage(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	srv.CreateUser(t, "bob", auth.RoleToolUser, "bob-password-1")

@@ -22,6 +22,7 @@ import (
 // Kept ones do not pile up: past three, the oldest go. One the viewer's role hides is
 // not kept.
 func TestBrowserActionToastsStay(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

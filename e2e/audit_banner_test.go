@@ -24,6 +24,7 @@ import (
 // to mark the banner busy until an answer that, its banner replaced, never reached the
 // document.
 func TestBrowserAuditShowKeepsFocusAndCounting(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 

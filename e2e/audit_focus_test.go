@@ -19,6 +19,7 @@ import (
 // the new entries stay the same elements while their content changes: a screen reader
 // announces changes inside a region it knows, not a region swapped in whole.
 func TestBrowserAuditVerifyKeepsFocusAndLiveRegions(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

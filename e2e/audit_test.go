@@ -21,6 +21,7 @@ import (
 // person would: filter, see new entries arrive live, open an entry, follow its request
 // id, export the filtered set, verify the chain, and read it on a phone.
 func TestBrowserAuditor(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	const pw = "auditor-browser-pass-1"
 	srv.CreateUser(t, "carol", auth.RoleAuditor, pw)
@@ -199,6 +200,7 @@ func fetchText(b *browser, urlExpr string) string {
 // It asked the server 300 ms after the last batch, a wait each batch started again, so
 // with steady activity it never asked at all.
 func TestBrowserAuditNewBannerUnderSteadyActivity(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

@@ -33,11 +33,112 @@ import (
 func TestMain(m *testing.M) {
 	wsClientsMain() // BenchmarkTransitionReachesDOM's websocket clients are this binary too
 	mcptest.Main()  // stdio MCP servers in these tests are this binary, re-executed
-	dbtest.Main(m)
+	dbtest.Main(runThenCloseChromium{m})
 }
 
-// browserTimeout bounds each browser test as a whole, browser start included.
+// runThenCloseChromium runs the tests, then stops the chromium they shared.
+type runThenCloseChromium struct{ m *testing.M }
+
+func (r runThenCloseChromium) Run() int {
+	code := r.m.Run()
+	chromium.close()
+	return code
+}
+
+// browserTimeout bounds each browser test as a whole, its tab's start included.
 const browserTimeout = 90 * time.Second
+
+// chromium is the one chromium process of this test binary: each browser test gets a
+// browser context of its own in it (cookies, storage and cache of its own, as a fresh
+// profile would give), which costs a fraction of a second of CPU where starting a
+// chromium for each test cost several.
+var chromium sharedChromium
+
+type sharedChromium struct {
+	mu     sync.Mutex
+	ctx    context.Context // the browser's first tab, parent of the tests' contexts
+	cancel func()          // stops the browser and waits for it to exit
+	dir    string          // its profile and TMPDIR, removed once it has exited
+}
+
+// get returns the running browser, starting it (again, if it died) when there is none.
+func (c *sharedChromium) get(t *testing.T) context.Context {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx != nil && c.ctx.Err() == nil {
+		return c.ctx
+	}
+	c.stopLocked()
+	dir, err := os.MkdirTemp("", "twchromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.dir = dir
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.WindowSize(1280, 900),
+	)
+	// A start can fail on a loaded machine (chromium's launcher script or its first
+	// handshake timing out): try again twice before failing the test.
+	for attempt := 1; ; attempt++ {
+		profile, err := os.MkdirTemp(dir, "profile-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Chromium leaves a folder in TMPDIR behind on every start: ours is removed
+		// with the browser.
+		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+			append(opts, chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+dir))...)
+		first, cancelFirst := chromedp.NewContext(allocCtx)
+		// The browser lives as long as the context its first action gets: first itself,
+		// stopped here only when the start takes too long.
+		started := make(chan error, 1)
+		go func() { started <- chromedp.Do(first) }() // starts the browser and opens its first tab
+		select {
+		case err = <-started:
+		case <-time.After(browserTimeout):
+			cancelFirst()
+			err = <-started
+		}
+		if err == nil {
+			c.ctx = first
+			c.cancel = func() { cancelFirst(); cancelAlloc() } // the latter waits for the browser to exit
+			return first
+		}
+		cancelFirst()
+		cancelAlloc()
+		if attempt == 3 {
+			t.Fatalf("start chromium: %v", err)
+		}
+		t.Logf("start chromium (attempt %d): %v; trying again", attempt, err)
+		time.Sleep(time.Second)
+	}
+}
+
+func (c *sharedChromium) stopLocked() {
+	if c.cancel != nil {
+		c.cancel()
+		c.ctx, c.cancel = nil, nil
+	}
+	if c.dir != "" {
+		_ = os.RemoveAll(c.dir)
+		c.dir = ""
+	}
+}
+
+func (c *sharedChromium) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopLocked()
+}
 
 // reportProblems is injected into every document before its own scripts: CSP
 // violations become console errors, which the console watcher collects.
@@ -72,49 +173,31 @@ type browser struct {
 	flushSeq int
 }
 
-// newBrowser starts chromium (the flags docs/architecture.md, Testing, names; a fresh profile) with one tab and
-// starts watching its console for errors, exceptions and CSP violations.
+// newBrowser opens a tab for the test in a browser context of its own, in the shared
+// chromium (the flags docs/architecture.md, Testing, names), and starts watching its
+// console for errors, exceptions and CSP violations.
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	root, cancelRoot := context.WithTimeout(context.Background(), browserTimeout)
-	t.Cleanup(cancelRoot)
-
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.WindowSize(1280, 900),
-	)
-	// A start can fail on a loaded machine (chromium's launcher script or its first
-	// handshake timing out): try again twice before failing the test.
 	var ctx context.Context
 	for attempt := 1; ; attempt++ {
-		// A fresh profile each time, made before the cleanups below so that it is
-		// removed after the browser has exited.
-		profile := t.TempDir()
-		// Chromium leaves a folder in TMPDIR behind on every start: one of ours, removed
-		// with the test (short, for the socket in it).
-		tmp := dbtest.TempDir(t)
-		allocCtx, cancelAlloc := chromedp.NewExecAllocator(root, append(opts, chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+tmp))...)
-		tab, cancelTab := chromedp.NewContext(allocCtx)
-		err := chromedp.Do(tab) // starts the browser and opens the tab
+		parent := chromium.get(t)
+		tab, cancelTab := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+		// The tab lives as long as the context its first action gets (chromedp.NewContext):
+		// this one, which bounds the test's use of it.
+		bounded, cancelBounded := context.WithTimeout(tab, browserTimeout)
+		err := chromedp.Do(bounded) // opens the tab
 		if err == nil {
-			t.Cleanup(cancelAlloc) // waits for the browser to exit
-			t.Cleanup(cancelTab)
-			ctx = tab
+			t.Cleanup(cancelTab) // closes the tab and its browser context, and waits for that
+			t.Cleanup(cancelBounded)
+			ctx = bounded
 			break
 		}
+		cancelBounded()
 		cancelTab()
-		cancelAlloc()
 		if attempt == 3 {
-			t.Fatalf("start chromium: %v", err)
+			t.Fatalf("open a tab in chromium: %v", err)
 		}
-		t.Logf("start chromium (attempt %d): %v; trying again", attempt, err)
+		t.Logf("open a tab in chromium (attempt %d): %v; trying again", attempt, err)
 		time.Sleep(time.Second)
 	}
 
@@ -233,6 +316,7 @@ func (b *browser) login(srv *webtest.Server, username, password string) {
 // elsewhere (another user signing in) reach the open dashboard over the websocket,
 // without a reload, and that the page logs no errors or CSP violations.
 func TestBrowserDashboardLive(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -340,6 +424,7 @@ func TestBrowserDashboardLive(t *testing.T) {
 // TestBrowserMobileNav checks the narrow layout: the navigation is folded behind the
 // Menu button, which opens it with a click and closes it from the keyboard.
 func TestBrowserMobileNav(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.do("emulate a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulatePortrait))
@@ -395,6 +480,7 @@ func TestBrowserMobileNav(t *testing.T) {
 // unbreakable text (the audit page's checkpoint and key, the tokens table's hidden
 // header, a stdio server's long arguments) fit the screen's width.
 func TestBrowserNarrowPagesDoNotScrollSideways(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 	long := "/work/toolwarden/node_modules/@modelcontextprotocol/server-everything/dist/index.js-" + strings.Repeat("x", 60)
@@ -431,6 +517,7 @@ func TestBrowserNarrowPagesDoNotScrollSideways(t *testing.T) {
 // TestBrowserMenusClose: a server card's Actions menu closes with Escape (focus back
 // on its button), when another menu opens and when a click lands elsewhere.
 func TestBrowserMenusClose(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 	var ids []string

@@ -22,6 +22,7 @@ const toastTexts = `[...document.querySelectorAll("[data-testid=toast]")].map(t 
 // swap), and a toast says so with the error page's own words, once, instead of the
 // button doing nothing.
 func TestBrowserRefusedRequestSaysSo(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	srv.LiveServer(t, "ev", true, "echo")
 	const pw = "admin-refused-pass-1"
@@ -63,6 +64,7 @@ type emulateByRuleParams struct {
 // network for its request): a toast says there is no connection, and opening it again
 // once the network is back loads it (the failed load is not taken for a loaded panel).
 func TestBrowserAssistantPanelOffline(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

@@ -18,6 +18,7 @@ import (
 // opens appears, its end shows, and it leaves the list when closed; a grant given
 // appears, a use is counted, and a revoked one goes. Another person's do not show.
 func TestBrowserLiveLists(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")

@@ -17,6 +17,7 @@ import (
 // columns (line numbers apart from the code) while the execution diff's lines are
 // blocks, and a long key of a dl.kv (a resource URI) wraps inside the list.
 func TestBrowserDiffAndKeyLayout(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -46,6 +47,7 @@ func TestBrowserDiffAndKeyLayout(t *testing.T) {
 // (not a menu clipped by the scrolling table), by keyboard too, with the focus in its
 // first field; Save is reachable inside the page.
 func TestBrowserCategoryEditRow(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	cat, err := srv.Tools.SaveCategory(context.Background(), audit.System, "", tools.CategoryInput{Name: "filesystem",
 		Description: "Files and folders on the machine the tools run on, read and written"})

@@ -18,6 +18,7 @@ import (
 // then says the page is out of date, even when the socket reconnects. An ordinary toast
 // still goes by itself.
 func TestBrowserReloadToastStays(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv)
 	b := newBrowser(t)

@@ -14,6 +14,7 @@ import (
 // for an HTTP server, which dropped it to <body>), and a row added by the script has a
 // Remove button that says what it removes.
 func TestBrowserServerFormRowFocus(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

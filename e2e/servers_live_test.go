@@ -15,6 +15,7 @@ import (
 // list, with the counts, once; an edit elsewhere changes the open server page's
 // Connection panel, not only its head.
 func TestBrowserServersLiveElsewhere(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 	b := newBrowser(t)

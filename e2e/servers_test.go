@@ -21,6 +21,7 @@ import (
 // variables, one of them a secret canary), tests the connection before saving, saves,
 // and watches the server page go connected and list its tools live, without a reload.
 func TestBrowserAddStdioServer(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -147,6 +148,7 @@ func screenshot(t *testing.T, b *browser, name string) {
 // its "Server" panel (name, version, last connected, capabilities) when the server
 // connects, without a reload.
 func TestBrowserServerInfoLive(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "infotest"})
@@ -176,6 +178,7 @@ func TestBrowserServerInfoLive(t *testing.T) {
 // first invalid field (the server form's name here), so a keyboard user lands where
 // the fix goes; a failed sign-in puts it on the password, the username being kept.
 func TestBrowserFormErrorTakesFocus(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.do("a wrong password", chromedp.Navigate(srv.URL+"/login"), chromedp.WaitVisible(chromedp.ID("username")),

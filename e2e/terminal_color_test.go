@@ -15,6 +15,7 @@ import (
 // page, under its CSP (style-src 'self': xterm.js colours such a cell through its style
 // attribute), with no CSP violation.
 func TestBrowserTerminalTrueColor(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-color")

@@ -38,6 +38,7 @@ const terminalText = `(function () { var b = window.twTerminal.buffer.active, ou
 // "rm -rf ~/proj/build") at the next Enter. The terminal takes no keys while
 // disconnected, says so in the terminal when one is pressed, and sends none of them later.
 func TestBrowserTerminalRefusesKeysWhileDisconnected(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-refuse")
@@ -102,6 +103,7 @@ func TestBrowserTerminalRefusesKeysWhileDisconnected(t *testing.T) {
 // read the extra ones as typed. A page that may type but has no focus and does not set
 // the size (an administrator's, in the background) does not answer; focused, it does.
 func TestBrowserTerminalAnswersFromThePageInUse(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-answers")

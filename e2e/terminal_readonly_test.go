@@ -16,6 +16,7 @@ import (
 // The terminal tool disabled while its owner's page is open: the socket reconnects
 // read-only and the page says so and takes no more keys, without a reload.
 func TestBrowserTerminalTurnsReadOnly(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true, SessionRecheck: 200 * time.Millisecond})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-ro")

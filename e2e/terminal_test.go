@@ -24,6 +24,7 @@ import (
 // auditor in another browser sees the history and what the owner types next, live,
 // and cannot type. Neither page logs an error or a CSP violation.
 func TestBrowserTerminal(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
@@ -148,6 +149,7 @@ const socketLog = `(function () {
 // is reconnecting, connects again from the index it reached, shows what is typed after
 // the reconnect, and does not write the history a second time.
 func TestBrowserTerminalReconnect(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-re")
@@ -217,6 +219,7 @@ func TestBrowserTerminalReconnect(t *testing.T) {
 // from pipes with bare newlines, shows each line from the first column, not as a
 // staircase.
 func TestBrowserCommandOutput(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-cmd")
@@ -268,6 +271,7 @@ const focusInTerminal = `document.getElementById("terminal").contains(document.a
 // terminal one types into, Tab goes to the program (completion) and Escape then Tab
 // leaves.
 func TestBrowserTerminalTabLeaves(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	srv.CreateUser(t, "audrey", auth.RoleAuditor, "audrey-password-1")
@@ -331,6 +335,7 @@ func TestBrowserTerminalTabLeaves(t *testing.T) {
 // rather than reconnecting forever to a socket that answers 404. A page whose session
 // ended meanwhile goes to sign in, and back to the terminal after.
 func TestBrowserTerminalGoneWhileDisconnected(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
 	alice := srv.CreateUser(t, "alice", auth.RoleToolUser, "alice-password-1")
 	ws, err := srv.App.Builtin.Workspace("conv-e2e-gone")

@@ -46,6 +46,7 @@ func fillSilentServer(b *browser, srv *webtest.Server) {
 // form: the result panel shows the test's progress while it runs, and Cancel ends it
 // at once with a result that says so.
 func TestBrowserCancelConnectionTest(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)
@@ -78,6 +79,7 @@ func TestBrowserCancelConnectionTest(t *testing.T) {
 // ten failures in a row the panel says it lost touch. htmx swaps no failed answer, so
 // the next poll never started and "Testing… 0 s" stayed forever.
 func TestBrowserConnectionTestPollFails(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

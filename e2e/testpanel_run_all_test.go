@@ -16,6 +16,7 @@ import (
 // TestBrowserRunAllBusy: Run all says it is running and stays disabled while the
 // cases run (a second click would run every case again), then shows the outcome.
 func TestBrowserRunAllBusy(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "mt"})
 	ids := enabledLiveTools(t, srv, hs, "mt", "sleep")

@@ -14,6 +14,7 @@ import (
 // URL, in the Claude Code command of the "Connect an agent" panel; the client tabs and
 // the copy buttons work from the keyboard.
 func TestBrowserConnectAgent(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

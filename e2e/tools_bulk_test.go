@@ -12,6 +12,7 @@ import (
 // TestBrowserBulkTagsEnter: ticking a tool, typing a tag in the bulk Tags box and
 // pressing Enter tags the tool, and enables nothing.
 func TestBrowserBulkTagsEnter(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv)
 	b := newBrowser(t)

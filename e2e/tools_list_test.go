@@ -44,6 +44,7 @@ func docsServer(t *testing.T, srv *webtest.Server, more ...registry.ToolDef) reg
 // to the tool's own address (formaction), changes that tool alone and brings the person
 // back to the same search, by mouse and by keyboard; the status badge keeps its dot.
 func TestBrowserToolCardSwitch(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv, registry.ToolDef{Name: "read_page", Description: "Reads one page of the documentation.", InputSchema: searchSchema})
 
@@ -88,6 +89,7 @@ func TestBrowserToolCardSwitch(t *testing.T) {
 // (no server.view) sees the server's name on a card as text, not as a link to a page
 // that would refuse them, and no Servers button.
 func TestBrowserServerDeletedFromToolList(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 	docs := docsServer(t, srv)
@@ -131,6 +133,7 @@ func TestBrowserServerDeletedFromToolList(t *testing.T) {
 // TestBrowserToolTabsByKeyboard: on a tool's page the section tabs (links) take the
 // arrow keys, Home and End, and Enter opens the focused one.
 func TestBrowserToolTabsByKeyboard(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	docsServer(t, srv)
 	tg, err := srv.Tools.Target(context.Background(), "docs__search_docs")

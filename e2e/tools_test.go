@@ -20,6 +20,7 @@ import (
 // filter, opens a tool, saves a configuration, disables and enables the tool, and reads
 // both moves on the History tab — in chromium, with no console errors or CSP violations.
 func TestBrowserToolLifecycle(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	ctx := context.Background()
 

@@ -21,6 +21,7 @@ import (
 // every open socket, so each page reconnected within a second, forever; the page backs
 // off while its sockets keep closing soon after they opened.
 func TestBrowserWebsocketBacksOff(t *testing.T) {
+	t.Parallel()
 	srv := webtest.Start(t, nil)
 	b := newBrowser(t)
 	b.login(srv, "admin", webtest.AdminPassword)

@@ -41,8 +41,9 @@ var (
 	started atomic.Bool
 )
 
-// Main runs the package's tests and then stops the cluster and removes its files.
-func Main(m *testing.M) {
+// Main runs the package's tests (m is a *testing.M, or what wraps one to clean up after
+// it) and then stops the cluster and removes its files.
+func Main(m interface{ Run() int }) {
 	code := m.Run()
 	if started.Load() {
 		cluster.Stop()
