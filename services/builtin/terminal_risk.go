@@ -35,7 +35,7 @@ var commandRules = []struct {
 	{"force-pushes (git push --force)", gitForcePush},
 	{"deletes a remote branch or tag (git push --delete, git push origin :branch)", gitPushDelete},
 	{"deletes from the destination what the source does not hold (rsync --delete)", rsyncDelete},
-	{"writes to a device file", deviceWrite},
+	{"writes to a device file, or copies one out", deviceWrite},
 	{whyBuilt, builtCommand},
 	// /bin/r[m] is rm wherever the file exists; which command a wildcard names, the text
 	// does not show.
@@ -621,18 +621,66 @@ func interpreterDelete(cmd string) bool {
 }
 
 // harmlessDevices may be written to.
-var harmlessDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "tty": true, "full": true}
+var harmlessDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "tty": true, "full": true,
+	"random": true, "urandom": true}
 
-// deviceWrite finds a write to a device file that is not harmless: by a redirection,
-// dd's of= or tee, to a path under /dev however it is spelled (//dev/sda, /./dev/sda,
-// /dev/fd/../sda).
+// copiers are the commands that write to a path named among their operands (or by -t):
+// a device among them is written to, or read whole (a disk copied out), either of which
+// is to be looked at.
+var copiers = []string{"tee", "cp", "mv", "install", "ln", "rsync"}
+
+// deviceWrite finds a write to a device file that is not harmless, to a path under /dev
+// however it is spelled (//dev/sda, /./dev/sda, /dev/fd/../sda): by a redirection, dd's
+// of=, a copier's operand, find's -fprint, -fprint0, -fprintf or -fls, or the file curl
+// (-o, --output) or wget (-O, --output-document) saves to.
 func deviceWrite(cmd string) bool {
 	for _, m := range devWrite.FindAllStringSubmatch(cmd, -1) {
 		if device(m[1]) {
 			return true
 		}
 	}
-	return commandArgs(cmd, "tee", func(args []string) bool { return slices.ContainsFunc(args, device) })
+	for _, name := range copiers {
+		if commandArgs(cmd, name, func(args []string) bool { return slices.ContainsFunc(args, deviceOperand) }) {
+			return true
+		}
+	}
+	return commandArgs(cmd, "find", func(args []string) bool {
+		return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, "")
+	}) || commandArgs(cmd, "curl", func(args []string) bool {
+		return optionValueIsDevice(args, func(a string) bool { return a == "-o" || longOption(a, "--output") }, "-o")
+	}) || commandArgs(cmd, "wget", func(args []string) bool {
+		return optionValueIsDevice(args, func(a string) bool { return a == "-O" || longOption(a, "--output-document") }, "-O")
+	})
+}
+
+// deviceOperand is a device named by a word alone or as an option's value joined to it
+// (-t/dev/sda, --target-directory=/dev/sda).
+func deviceOperand(a string) bool {
+	if device(a) {
+		return true
+	}
+	if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
+		return device(v)
+	}
+	return len(a) > 2 && a[0] == '-' && a[1] != '-' && device(a[2:])
+}
+
+// optionValueIsDevice reports whether an option that takes a value (is tells which) is
+// given a device, as the next word, after = (--output=/dev/sda), or joined to its short
+// form short (-o/dev/sda; "" for none).
+func optionValueIsDevice(args []string, is func(string) bool, short string) bool {
+	for i, a := range args {
+		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") && is(name) && device(v) {
+			return true
+		}
+		if short != "" && len(a) > len(short) && strings.HasPrefix(a, short) && device(a[len(short):]) {
+			return true
+		}
+		if is(a) && i+1 < len(args) && device(args[i+1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // device reports whether p names a device file other than the harmless ones.
