@@ -87,8 +87,8 @@ func (c *sharedChromium) get(t *testing.T) context.Context {
 		chromedp.WindowSize(1280, 900),
 	)
 	// A start can fail on a loaded machine (chromium's launcher script or its first
-	// handshake timing out): try again twice before failing the test.
-	for attempt := 1; ; attempt++ {
+	// handshake timing out): tried three times before the test fails.
+	tryThrice(t, "start chromium", func() error {
 		profile, err := os.MkdirTemp(dir, "profile-")
 		if err != nil {
 			t.Fatal(err)
@@ -108,17 +108,31 @@ func (c *sharedChromium) get(t *testing.T) context.Context {
 			cancelFirst()
 			err = <-started
 		}
+		if err != nil {
+			cancelFirst()
+			cancelAlloc()
+			return err
+		}
+		c.ctx = first
+		c.cancel = func() { cancelFirst(); cancelAlloc() } // the latter waits for the browser to exit
+		return nil
+	})
+	return c.ctx
+}
+
+// tryThrice runs start until it succeeds, three times at most, and fails the test
+// with what the last attempt said.
+func tryThrice(t *testing.T, what string, start func() error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := start()
 		if err == nil {
-			c.ctx = first
-			c.cancel = func() { cancelFirst(); cancelAlloc() } // the latter waits for the browser to exit
-			return first
+			return
 		}
-		cancelFirst()
-		cancelAlloc()
 		if attempt == 3 {
-			t.Fatalf("start chromium: %v", err)
+			t.Fatalf("%s: %v", what, err)
 		}
-		t.Logf("start chromium (attempt %d): %v; trying again", attempt, err)
+		t.Logf("%s (attempt %d): %v; trying again", what, attempt, err)
 		time.Sleep(time.Second)
 	}
 }
@@ -179,27 +193,21 @@ type browser struct {
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
 	var ctx context.Context
-	for attempt := 1; ; attempt++ {
-		parent := chromium.get(t)
-		tab, cancelTab := chromedp.NewContext(parent, chromedp.WithNewBrowserContext())
+	tryThrice(t, "open a tab in chromium", func() error {
+		tab, cancelTab := chromedp.NewContext(chromium.get(t), chromedp.WithNewBrowserContext())
 		// The tab lives as long as the context its first action gets (chromedp.NewContext):
 		// this one, which bounds the test's use of it.
 		bounded, cancelBounded := context.WithTimeout(tab, browserTimeout)
-		err := chromedp.Do(bounded) // opens the tab
-		if err == nil {
-			t.Cleanup(cancelTab) // closes the tab and its browser context, and waits for that
-			t.Cleanup(cancelBounded)
-			ctx = bounded
-			break
+		if err := chromedp.Do(bounded); err != nil { // opens the tab
+			cancelBounded()
+			cancelTab()
+			return err
 		}
-		cancelBounded()
-		cancelTab()
-		if attempt == 3 {
-			t.Fatalf("open a tab in chromium: %v", err)
-		}
-		t.Logf("open a tab in chromium (attempt %d): %v; trying again", attempt, err)
-		time.Sleep(time.Second)
-	}
+		t.Cleanup(cancelTab) // closes the tab and its browser context, and waits for that
+		t.Cleanup(cancelBounded)
+		ctx = bounded
+		return nil
+	})
 
 	b := &browser{t: t, ctx: ctx, flushed: map[string]chan struct{}{}}
 	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,

@@ -361,9 +361,15 @@ func (m *Manager) Run(ctx context.Context) error {
 	if sub != nil {
 		evs = sub.C
 	}
+	// A server's refresh or reconnect may wait seconds on its old session (a stdio
+	// server ignoring SIGTERM, an HTTP close's grace): each runs beside the loop, so
+	// other servers' changes are not held up behind it, nor the subscription dropped
+	// as slow. lockServer orders the work of one server.
+	w := newServerWork()
 	for {
 		select {
 		case <-ctx.Done():
+			w.wait()
 			m.stopAll()
 			return nil
 		case <-retry:
@@ -389,18 +395,59 @@ func (m *Manager) Run(ctx context.Context) error {
 				// Asked on another replica: this one runs its own copy of the server, which
 				// may be the one that hangs. The replica asked reconnects its own (ReconnectAsked).
 				if p, err := events.ServerReconnect.Decode(ev); err == nil && p.Replica != m.opts.Replica {
-					if err := m.Reconnect(ctx, p.ID); err != nil && ctx.Err() == nil {
-						m.log.Debug("mcpclient: reconnect asked on another replica", "server", p.Name, "err", err)
-					}
+					w.run("reconnect "+p.ID, func() {
+						if err := m.Reconnect(ctx, p.ID); err != nil && ctx.Err() == nil {
+							m.log.Debug("mcpclient: reconnect asked on another replica", "server", p.Name, "err", err)
+						}
+					})
 				}
 				continue
 			}
 			if id != "" {
-				m.Refresh(ctx, id)
+				w.run("refresh "+id, func() { m.Refresh(ctx, id) })
 			}
 		}
 	}
 }
+
+// serverWork runs Run's per-server work beside its loop: one goroutine per key (an
+// operation and a server id) at a time, and a key asked again while its work runs is
+// run once more after it (its reads then see the latest registration), so a burst of
+// events costs at most two runs per key, not a goroutine per event.
+type serverWork struct {
+	mu    sync.Mutex
+	again map[string]bool // running keys: whether they were asked again meanwhile
+	wg    sync.WaitGroup
+}
+
+func newServerWork() *serverWork { return &serverWork{again: map[string]bool{}} }
+
+func (w *serverWork) run(key string, f func()) {
+	w.mu.Lock()
+	if _, running := w.again[key]; running {
+		w.again[key] = true
+		w.mu.Unlock()
+		return
+	}
+	w.again[key] = false
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		for {
+			f()
+			w.mu.Lock()
+			if !w.again[key] {
+				delete(w.again, key)
+				w.mu.Unlock()
+				return
+			}
+			w.again[key] = false
+			w.mu.Unlock()
+		}
+	})
+}
+
+// wait waits for the work under way (its context ended, it ends soon).
+func (w *serverWork) wait() { w.wg.Wait() }
 
 // reconcileAll brings every session in line with the registry; an error when a read
 // failed (the list, or a server's own), so that the caller tries again.
