@@ -272,10 +272,9 @@ func TestServerLocksNotKept(t *testing.T) {
 	}
 }
 
-// When the bus drops the manager's subscription (it fell behind), events were lost: the
-// manager reads every server again, and when that read fails it tries again until one
-// succeeds. Here the event lost disables a server, and the first two reads after the
-// drop fail: the server's session must still end.
+// A subscription the bus dropped (the manager fell behind) is made again and every
+// server looked at; a look whose read fails is tried again until one succeeds: a server
+// disabled while no event reached the manager has its session ended.
 func TestReconcileTriedAgainAfterDrop(t *testing.T) {
 	t.Parallel()
 	var failing atomic.Int32
@@ -288,38 +287,30 @@ func TestReconcileTriedAgainAfterDrop(t *testing.T) {
 	// One event queued fills the manager's subscription; the next drops it.
 	tr := startTracedBus(t, withHook(context.Background(), hook), nil, nil, 1)
 	hs := mcptest.StartHTTP(t, &mcptest.Options{Name: "up"})
-	held := tr.connected(t, "held", hs)
 	filler := tr.connected(t, "filler", hs)
 	lost := tr.connected(t, "lost", hs)
 	bg := context.Background()
-	describe := func(sv registry.Server, text string) {
-		t.Helper()
-		if _, err := tr.reg.UpdateServer(bg, audit.System, sv.ID, registry.Patch{Description: &text}); err != nil {
-			t.Fatal(err)
-		}
-	}
 
-	// The manager's loop is held in a Refresh of held (its lock is taken here) ...
-	unlock := tr.mgr.lockServer(held.ID)
-	describe(held, "the loop waits on this one")
-	testkit.WaitFor(t, 30*time.Second, func() bool {
-		tr.mgr.mu.Lock()
-		defer tr.mgr.mu.Unlock()
-		l := tr.mgr.refreshing[held.ID]
-		return l != nil && l.users == 2
-	}, "the manager's loop never refreshed the held server")
-	// ... while one event fills its subscription and the bus drops it at the next,
-	// which disables lost.
-	describe(filler, "queued")
-	if _, err := tr.reg.SetEnabled(bg, audit.System, lost.ID, false); err != nil {
+	// In one transaction: lost disabled with no event of its own, and more events than
+	// the subscription holds, delivered together, so the manager's loop (which hands each
+	// server's work off at once) cannot take them as fast as they come, and is dropped.
+	failing.Store(2)
+	if err := pgx.BeginFunc(bg, tr.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(bg, `UPDATE mcp_servers SET enabled = false WHERE id = $1`, lost.ID); err != nil {
+			return err
+		}
+		for range 50 {
+			if _, err := events.ServerChanged.Publish(bg, tx, registry.ServersTopic, events.ServerStatus{ID: filler.ID, Name: filler.Name}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.bus.Subscribers() == 0 }, "the bus never dropped the manager's subscription")
-	failing.Store(2)
-	unlock()
 
-	// Both: another event may end lost's session too, but only the retries make both
-	// failing reads (each a reconcile, the second after the first failed).
+	// Both failing reads are made (each a look at every server, the second after the
+	// first failed) and then lost's session ends: only a look at every server finds it.
 	testkit.WaitFor(t, 30*time.Second, func() bool { return tr.mgr.Snapshot(lost.ID).Status == "" && failing.Load() <= 0 },
 		"the failed read of every server was not tried again (or the disabled server's session never ended)")
 }
