@@ -694,7 +694,9 @@ func device(p string) bool {
 		}
 		name = p[loc[1]:]
 	}
-	return !harmlessDevices[name] && !strings.HasPrefix(name, "fd/") && !strings.HasPrefix(name, "pts/")
+	// /dev/shm is a memory file system for files of any program, not a device.
+	return !harmlessDevices[name] && !strings.HasPrefix(name, "fd/") && !strings.HasPrefix(name, "pts/") &&
+		!strings.HasPrefix(name, "shm/")
 }
 
 // braceWord is a word with a brace expansion: a prefix, {a,b,…} or a sequence {x..y}
