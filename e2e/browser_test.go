@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/jackc/pgx/v5"
@@ -97,7 +99,9 @@ func (c *sharedChromium) get(t *testing.T) context.Context {
 		// with the browser.
 		allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 			append(opts, chromedp.UserDataDir(profile), chromedp.Env("TMPDIR="+dir))...)
-		first, cancelFirst := chromedp.NewContext(allocCtx)
+		first, cancelStart := chromedp.NewContext(allocCtx)
+		// Once: a second call would wait for a browser slot the first took.
+		cancelFirst := sync.OnceFunc(cancelStart)
 		// The browser lives as long as the context its first action gets: first itself,
 		// stopped here only when the start takes too long.
 		started := make(chan error, 1)
@@ -198,9 +202,17 @@ func newBrowser(t *testing.T) *browser {
 		// The tab lives as long as the context its first action gets (chromedp.NewContext):
 		// this one, which bounds the test's use of it.
 		bounded, cancelBounded := context.WithTimeout(tab, browserTimeout)
-		if err := chromedp.Do(bounded); err != nil { // opens the tab
+		// Each test's tab is a window of its own; headless chromium gives each window
+		// the focus (TestBrowserEachTestsPageHasTheFocus checks that it still does).
+		if err := chromedp.Do(bounded); err != nil { // creates the browser context, and the tab in it
 			cancelBounded()
 			cancelTab()
+			// A browser context made for a tab that did not open is not disposed with it.
+			if c := chromedp.FromContext(tab); c != nil && c.Browser != nil && c.BrowserContextID != "" {
+				dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, _ = cdp.Call(dctx, c.Browser, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: c.BrowserContextID})
+				cancel()
+			}
 			return err
 		}
 		t.Cleanup(cancelTab) // closes the tab and its browser context, and waits for that
