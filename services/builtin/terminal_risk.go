@@ -622,7 +622,7 @@ func interpreterDelete(cmd string) bool {
 
 // harmlessDevices may be written to.
 var harmlessDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "tty": true, "full": true,
-	"random": true, "urandom": true}
+	"random": true, "urandom": true, "stdin": true}
 
 // copiers are the commands that write to a path named among their operands (or by -t):
 // a device among them is written to, or read whole (a disk copied out), either of which
@@ -645,39 +645,50 @@ func deviceWrite(cmd string) bool {
 		}
 	}
 	return commandArgs(cmd, "find", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, "")
+		return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, 0)
 	}) || commandArgs(cmd, "curl", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return a == "-o" || longOption(a, "--output") }, "-o")
+		return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output") }, 'o')
 	}) || commandArgs(cmd, "wget", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return a == "-O" || longOption(a, "--output-document") }, "-O")
+		return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output-document") }, 'O')
 	})
 }
 
 // deviceOperand is a device named by a word alone or as an option's value joined to it
-// (-t/dev/sda, --target-directory=/dev/sda).
+// (-t/dev/sda, --target-directory=/dev/sda), or /dev itself (cp sda /dev/ writes
+// /dev/sda).
 func deviceOperand(a string) bool {
-	if device(a) {
+	if device(a) || path.Clean(a) == "/dev" {
 		return true
 	}
 	if _, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") {
-		return device(v)
+		return deviceOperand(v)
 	}
-	return len(a) > 2 && a[0] == '-' && a[1] != '-' && device(a[2:])
+	return len(a) > 2 && a[0] == '-' && a[1] != '-' && deviceOperand(a[2:])
 }
 
-// optionValueIsDevice reports whether an option that takes a value (is tells which) is
-// given a device, as the next word, after = (--output=/dev/sda), or joined to its short
-// form short (-o/dev/sda; "" for none).
-func optionValueIsDevice(args []string, is func(string) bool, short string) bool {
+// optionValueIsDevice reports whether an option that takes a value is given a device:
+// a long one (is tells which) as the next word or after = (--output=/dev/sda), a short
+// one (the letter short; 0 for none) also among other letters before it, its value
+// the rest of the word or the next word (-sSLo /dev/sda, -qO/dev/sda).
+func optionValueIsDevice(args []string, is func(string) bool, short byte) bool {
 	for i, a := range args {
-		if name, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(a, "--") && is(name) && device(v) {
-			return true
+		next := i+1 < len(args) && device(args[i+1])
+		if strings.HasPrefix(a, "--") || (short == 0 && strings.HasPrefix(a, "-")) {
+			if name, v, ok := strings.Cut(a, "="); ok && is(name) && device(v) {
+				return true
+			}
+			if is(a) && next {
+				return true
+			}
+			continue
 		}
-		if short != "" && len(a) > len(short) && strings.HasPrefix(a, short) && device(a[len(short):]) {
-			return true
-		}
-		if is(a) && i+1 < len(args) && device(args[i+1]) {
-			return true
+		if short != 0 && len(a) > 1 && a[0] == '-' {
+			if j := strings.IndexByte(a[1:], short); j >= 0 {
+				rest := a[1+j+1:]
+				if rest == "" && next || rest != "" && device(rest) {
+					return true
+				}
+			}
 		}
 	}
 	return false
