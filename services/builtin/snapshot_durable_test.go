@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -380,8 +381,26 @@ func (f *durableFixture) take(callID string, rels ...string) *snapshot {
 
 // crash ends sn's write as a crash would: the marker stays, its flock released.
 func crash(sn *snapshot) {
+	if sn.marker == nil {
+		_ = sn.store.Close()
+		return
+	}
+	// A process another test forks holds a copy of the marker's descriptor, and so its
+	// lock, until it execs: the crash is over once the lock is free, which a second
+	// open of the same file (its own lock) waits for.
+	probe, err := os.Open("/proc/self/fd/" + strconv.Itoa(int(sn.marker.Fd())))
 	sn.marker.Close()
 	_ = sn.store.Close()
+	if err != nil {
+		return
+	}
+	defer probe.Close()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if syscall.Flock(int(probe.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = syscall.Flock(int(probe.Fd()), syscall.LOCK_UN)
+			return
+		}
+	}
 }
 
 // abandon takes the snapshot of a write of call callID that keeps paths rels, lets
