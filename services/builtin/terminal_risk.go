@@ -364,22 +364,36 @@ func longOption(a string, opts ...string) bool {
 // a word that only ends in /name (a branch refs/heads/git) cannot hide a flag after it
 // from the command that runs, which comes first.
 func commandArgs(cmd, name string, f func(args []string) bool) bool {
+	return commandArgsOf(cmd, argCheck{name, f})
+}
+
+// argCheck is one command's check for commandArgsOf.
+type argCheck struct {
+	name string
+	f    func(args []string) bool
+}
+
+// commandArgsOf is commandArgs for several commands at once, with cmd split into its
+// commands and words once.
+func commandArgsOf(cmd string, checks ...argCheck) bool {
 	const fullUses = 8
 	for _, seg := range segments.Split(cmd, -1) {
 		w := strings.Fields(seg)
-		var uses []int
-		for i, c := range w {
-			if isCommand(c, name) {
-				uses = append(uses, i)
+		for _, c := range checks {
+			var uses []int
+			for i, word := range w {
+				if isCommand(word, c.name) {
+					uses = append(uses, i)
+				}
 			}
-		}
-		for n, i := range uses {
-			end := len(w)
-			if n >= fullUses && n+1 < len(uses) {
-				end = uses[n+1]
-			}
-			if f(w[i+1 : end]) {
-				return true
+			for n, i := range uses {
+				end := len(w)
+				if n >= fullUses && n+1 < len(uses) {
+					end = uses[n+1]
+				}
+				if c.f(w[i+1 : end]) {
+					return true
+				}
 			}
 		}
 	}
@@ -639,18 +653,21 @@ func deviceWrite(cmd string) bool {
 			return true
 		}
 	}
+	operands := func(args []string) bool { return slices.ContainsFunc(args, deviceOperand) }
+	checks := make([]argCheck, 0, len(copiers)+3)
 	for _, name := range copiers {
-		if commandArgs(cmd, name, func(args []string) bool { return slices.ContainsFunc(args, deviceOperand) }) {
-			return true
-		}
+		checks = append(checks, argCheck{name, operands})
 	}
-	return commandArgs(cmd, "find", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, 0)
-	}) || commandArgs(cmd, "curl", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output") }, 'o')
-	}) || commandArgs(cmd, "wget", func(args []string) bool {
-		return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output-document") }, 'O')
-	})
+	return commandArgsOf(cmd, append(checks,
+		argCheck{"find", func(args []string) bool {
+			return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, 0)
+		}},
+		argCheck{"curl", func(args []string) bool {
+			return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output") }, 'o')
+		}},
+		argCheck{"wget", func(args []string) bool {
+			return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output-document") }, 'O')
+		}})...)
 }
 
 // deviceOperand is a device named by a word alone or as an option's value joined to it
@@ -672,12 +689,12 @@ func deviceOperand(a string) bool {
 // the rest of the word or the next word (-sSLo /dev/sda, -qO/dev/sda).
 func optionValueIsDevice(args []string, is func(string) bool, short byte) bool {
 	for i, a := range args {
-		next := i+1 < len(args) && device(args[i+1])
+		next := func() bool { return i+1 < len(args) && device(args[i+1]) }
 		if strings.HasPrefix(a, "--") || (short == 0 && strings.HasPrefix(a, "-")) {
 			if name, v, ok := strings.Cut(a, "="); ok && is(name) && device(v) {
 				return true
 			}
-			if is(a) && next {
+			if is(a) && next() {
 				return true
 			}
 			continue
@@ -685,7 +702,7 @@ func optionValueIsDevice(args []string, is func(string) bool, short byte) bool {
 		if short != 0 && len(a) > 1 && a[0] == '-' {
 			if j := strings.IndexByte(a[1:], short); j >= 0 {
 				rest := a[1+j+1:]
-				if rest == "" && next || rest != "" && device(rest) {
+				if rest == "" && next() || rest != "" && device(rest) {
 					return true
 				}
 			}
