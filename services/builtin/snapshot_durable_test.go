@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwarden/toolwarden/internal/callmeta"
+	"github.com/toolwarden/toolwarden/internal/testkit"
 )
 
 // durableFixture is a server with file operations and conversation c1's workspace.
@@ -380,7 +381,8 @@ func (f *durableFixture) take(callID string, rels ...string) *snapshot {
 }
 
 // crash ends sn's write as a crash would: the marker stays, its flock released.
-func crash(sn *snapshot) {
+func crash(t *testing.T, sn *snapshot) {
+	t.Helper()
 	if sn.marker == nil {
 		_ = sn.store.Close()
 		return
@@ -395,12 +397,10 @@ func crash(sn *snapshot) {
 		return
 	}
 	defer probe.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if syscall.Flock(int(probe.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			_ = syscall.Flock(int(probe.Fd()), syscall.LOCK_UN)
-			return
-		}
-	}
+	testkit.WaitFor(t, 10*time.Second, func() bool {
+		return syscall.Flock(int(probe.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}, "the crashed write's marker stayed locked")
+	_ = syscall.Flock(int(probe.Fd()), syscall.LOCK_UN)
 }
 
 // abandon takes the snapshot of a write of call callID that keeps paths rels, lets
@@ -409,7 +409,7 @@ func (f *durableFixture) abandon(callID string, change func(), rels ...string) {
 	f.t.Helper()
 	sn := f.take(callID, rels...)
 	change()
-	crash(sn)
+	crash(f.t, sn)
 }
 
 // The snapshot of a write a crash ended is finished by the next prune pass as the write
@@ -481,7 +481,7 @@ func TestCrashWhileDroppingUnchangedPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.s.dropUnchanged(sn) // the write's failure path; then the process dies
-	crash(sn)
+	crash(t, sn)
 
 	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"dropping"}`); isErr {
 		t.Fatalf("restore: %s", text)
