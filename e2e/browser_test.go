@@ -180,7 +180,8 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// browser is one headless chromium with one tab, and what its console reported.
+// browser is one test's tab, in a browser context of its own in the shared chromium, and
+// what its console reported.
 type browser struct {
 	t   *testing.T
 	ctx context.Context
