@@ -77,17 +77,7 @@ func (c *sharedChromium) get(t *testing.T) context.Context {
 		t.Fatal(err)
 	}
 	c.dir = dir
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.NoFirstRun,
-		chromedp.WindowSize(1280, 900),
-	)
+	opts := chromiumOptions(t)
 	// A start can fail on a loaded machine (chromium's launcher script or its first
 	// handshake timing out): tried three times before the test fails.
 	tryThrice(t, "start chromium", func() error {
@@ -165,8 +155,24 @@ const reportProblems = `document.addEventListener("securitypolicyviolation", fun
 		" at " + e.sourceFile + ":" + e.lineNumber);
 });`
 
+// chromiumOptions are the flags chromium runs with (docs/architecture.md, Testing), for
+// the tests' shared browser and the benchmarks' own.
+func chromiumOptions(t testing.TB) []chromedp.ExecAllocatorOption {
+	return append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.NoFirstRun,
+		chromedp.WindowSize(1280, 900),
+	)
+}
+
 // chromiumPath finds the Debian chromium binary.
-func chromiumPath(t *testing.T) string {
+func chromiumPath(t testing.TB) string {
 	t.Helper()
 	if p, err := exec.LookPath("chromium"); err == nil {
 		return p

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -209,14 +208,7 @@ func (d benchDurations) percentile(p float64) float64 {
 // benchBrowser starts a headless chromium (fresh profile) with one tab, for a benchmark.
 func benchBrowser(b *testing.B) context.Context {
 	b.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		path = "/usr/bin/chromium"
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Headless,
-		chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.WindowSize(1280, 900),
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(b.TempDir()))
+	opts := append(chromiumOptions(b), chromedp.UserDataDir(b.TempDir()))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	tab, cancelTab := chromedp.NewContext(allocCtx)
 	if err := chromedp.Do(tab); err != nil {
