@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toolwarden/toolwarden/services/audit"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -395,15 +397,7 @@ func (cr *callRecord) completed(res *Result) {
 		}
 		p.Summary = s
 	}
-	resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
-	respCut := 0
-	if len(resp) > usage.MaxJSONBytes { // (a small one is stored as it is, masked when read)
-		size := len(resp)
-		var cut bool
-		if resp, cut = usage.ForLog(resp); cut {
-			respCut = size
-		}
-	}
+	resp, respCut := responseForLog(res)
 	code := ""
 	var audits []audit.Entry
 	if res.IsError {
@@ -412,4 +406,89 @@ func (cr *callRecord) completed(res *Result) {
 	}
 	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, respCut, true)},
 		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "completed")
+}
+
+// responseForLog is res as its usage row keeps it (usage.ForLog of its content and
+// structured content as JSON) and, when that was cut, the JSON's length. A large result
+// is cut without being encoded whole and decoded again: a 12 MiB text cost 80 MiB more
+// of allocations that way.
+func responseForLog(res *Result) (json.RawMessage, int) {
+	form, size, ok := logForm(res)
+	if !ok || size <= usage.MaxJSONBytes {
+		// Small (stored as it is, masked when read), or not as logForm can build it.
+		resp, _ := json.Marshal(map[string]any{"content": res.Content, "structured_content": res.StructuredContent})
+		if len(resp) <= usage.MaxJSONBytes {
+			return resp, 0
+		}
+		size = len(resp)
+		resp, cut := usage.ForLog(resp)
+		if !cut {
+			return resp, 0
+		}
+		return resp, size
+	}
+	resp, cut := usage.ForLogValue(form)
+	if !cut {
+		return resp, 0
+	}
+	return resp, size
+}
+
+// logForm is what decoding the JSON of res's content and structured content gives
+// (usage.ForLogValue), built from res with its strings shared, and that JSON's length;
+// ok is false for a string that is not valid UTF-8 (its JSON would not decode to it).
+func logForm(res *Result) (form any, size int, ok bool) {
+	var content any
+	if res.Content != nil {
+		items := make([]any, len(res.Content))
+		for i, c := range res.Content {
+			if items[i], ok = contentForm(c); !ok {
+				return nil, 0, false
+			}
+		}
+		content = items
+	}
+	m := map[string]any{"content": content, "structured_content": nil}
+	size = usage.JSONLen(m)
+	if len(res.StructuredContent) > 0 {
+		// Its length as json.Marshal writes it (compact, escaped for HTML).
+		sc, err := json.Marshal(res.StructuredContent)
+		v, decoded := usage.Decode(sc)
+		if err != nil || !decoded {
+			return nil, 0, false
+		}
+		m["structured_content"], size = v, size-len("null")+len(sc)
+	}
+	return m, size, true
+}
+
+// contentForm is c as decoding its JSON gives it (logForm).
+func contentForm(c Content) (map[string]any, bool) {
+	m := map[string]any{"type": c.Type}
+	valid := utf8.ValidString(c.Type)
+	put := func(m map[string]any, k, v string) {
+		if v != "" {
+			m[k] = v
+			valid = valid && utf8.ValidString(v)
+		}
+	}
+	put(m, "text", c.Text)
+	put(m, "data", c.Data)
+	put(m, "mimeType", c.MIMEType)
+	put(m, "uri", c.URI)
+	put(m, "name", c.Name)
+	put(m, "title", c.Title)
+	put(m, "description", c.Description)
+	if c.Size != nil {
+		m["size"] = json.Number(strconv.FormatInt(*c.Size, 10))
+	}
+	if r := c.Resource; r != nil {
+		rm := map[string]any{"uri": r.URI}
+		valid = valid && utf8.ValidString(r.URI)
+		put(rm, "mimeType", r.MIMEType)
+		put(rm, "text", r.Text)
+		put(rm, "blob", r.Blob)
+		m["resource"] = rm
+	}
+	return m, valid
 }

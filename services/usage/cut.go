@@ -90,6 +90,21 @@ func ForLog(raw json.RawMessage) (json.RawMessage, bool) {
 	if !ok {
 		return json.RawMessage(`"(unreadable JSON withheld)"`), true
 	}
+	return forLog(v)
+}
+
+// ForLogValue is ForLog of JSON longer than MaxJSONBytes given as v, the value that
+// decoding it with numbers as json.Number gives (maps, slices, strings, json.Number,
+// bool, nil; see Decode), so that a result of megabytes is not encoded whole only to be
+// decoded again. Its maps and slices are changed in place. Its length for the log's
+// metadata is JSONLen's.
+func ForLogValue(v any) (json.RawMessage, bool) { return forLog(v) }
+
+// Decode is raw, one JSON value, decoded as ForLogValue takes it.
+func Decode(raw []byte) (any, bool) { return decodeJSON(raw) }
+
+// forLog is ForLog's cut of v, large JSON decoded.
+func forLog(v any) (json.RawMessage, bool) {
 	c := cutter{limit: MaxJSONBytes, mask: true, forLog: true}
 	v, _ = c.value(v)
 	changed := c.changed
@@ -100,6 +115,67 @@ func ForLog(raw json.RawMessage) (json.RawMessage, bool) {
 		return out, true
 	}
 	return out, c.cut
+}
+
+// JSONLen is the length of json.Marshal's encoding of v, a value as ForLogValue takes
+// it, without encoding it. Its strings must be valid UTF-8 (as decoded JSON's are).
+func JSONLen(v any) int {
+	switch x := v.(type) {
+	case map[string]any:
+		n := 2 + max(len(x)-1, 0) // braces, commas
+		for k, val := range x {
+			n += stringLen(k) + 1 + JSONLen(val)
+		}
+		return n
+	case []any:
+		n := 2 + max(len(x)-1, 0)
+		for _, e := range x {
+			n += JSONLen(e)
+		}
+		return n
+	case string:
+		return stringLen(x)
+	case json.Number:
+		return len(x)
+	case bool:
+		if x {
+			return 4
+		}
+		return 5
+	case nil:
+		return 4
+	}
+	b, _ := json.Marshal(v)
+	return len(b)
+}
+
+// stringLen is the length of s as json.Marshal writes it: quoted, with '<', '>' and
+// '&' escaped for HTML as it does, s valid UTF-8.
+func stringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case b == '"' || b == '\\' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			case b < 0x20 || b == '<' || b == '>' || b == '&':
+				n += 6
+			default:
+				n++
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' || r == utf8.RuneError && size == 1 {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // decodeJSON is raw, one JSON value, decoded (numbers as json.Number).

@@ -618,6 +618,8 @@ func redactWords(s string) string {
 	if len(s) < 8 {
 		return s
 	}
+	// Copied only from the first change: a text of megabytes that holds no credential
+	// costs no copy of itself.
 	var b strings.Builder
 	changed, prev := false, ""
 	for i := 0; i < len(s); {
@@ -625,12 +627,14 @@ func redactWords(s string) string {
 		for j < len(s) && isSpace(s[j]) {
 			j++
 		}
-		b.WriteString(s[i:j])
+		if changed {
+			b.WriteString(s[i:j])
+		}
 		i = j
 		for j < len(s) && !isSpace(s[j]) {
 			j++
 		}
-		word := s[i:j]
+		word, start := s[i:j], i
 		i = j
 		lead := len(word) - len(strings.TrimLeft(word, wordPunct))
 		core := strings.TrimRight(word[lead:], wordPunct)
@@ -654,11 +658,15 @@ func redactWords(s string) string {
 				masked = redactPieces(core) // compact JSON, whole or cut: {"token":"ghp_…","id":1}
 			}
 		}
-		if masked == "" {
-			b.WriteString(word)
-		} else {
-			changed = true
+		switch {
+		case masked != "":
+			if !changed {
+				b.WriteString(s[:start])
+				changed = true
+			}
 			b.WriteString(word[:lead] + masked + word[lead+len(core):])
+		case changed:
+			b.WriteString(word)
 		}
 		prev = core
 	}
