@@ -348,6 +348,30 @@ func (sn *snapshot) unlock() {
 // errStillWriting: a snapshot's write has not finished.
 var errStillWriting = errors.New("its write has not finished yet")
 
+// stillWritingWait is how long a restore waits for a snapshot's marker to be free
+// before it says the write has not finished. A process forked while a write held its
+// marker (a terminal, run_command, a stdio server) holds a copy of the descriptor, and
+// so the lock, until it execs: a write just ended can look as if it still ran for that
+// moment, which is longer on a loaded machine.
+const stillWritingWait = 500 * time.Millisecond
+
+// finishAbandonedWait is finishAbandoned, tried again for up to stillWritingWait while it
+// says the write still runs.
+func (s *Server) finishAbandonedWait(ctx context.Context, store *os.Root, id string) error {
+	deadline := time.Now().Add(stillWritingWait)
+	for {
+		_, err := s.finishAbandoned(store, id)
+		if !errors.Is(err, errStillWriting) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // finishAbandoned finishes snapshot id of store if a crash ended its write: its marker
 // is left and nobody holds its flock. As the write would have (done), it drops the
 // paths the write had not changed and removes a snapshot left with none; a snapshot
@@ -668,7 +692,7 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	if _, err := manifest(store, c, id); err != nil {
 		return nil, nil, err
 	}
-	if _, err := s.finishAbandoned(store, id); err != nil {
+	if err := s.finishAbandonedWait(ctx, store, id); err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s cannot be restored now: %w; try again when it has", id, err)
 	}
 	m, err := manifest(store, c, id) // again: finishing it may have dropped paths, or all of them

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolwarden/toolwarden/internal/callmeta"
 	"github.com/toolwarden/toolwarden/internal/testkit"
+	"golang.org/x/sys/unix"
 )
 
 // durableFixture is a server with file operations and conversation c1's workspace.
@@ -488,5 +490,48 @@ func TestCrashWhileDroppingUnchangedPaths(t *testing.T) {
 	}
 	if f.read("p.txt") != "p.txt before\n" || f.read("q.txt") != "q.txt before\n" {
 		t.Errorf("after the restore: p.txt %q, q.txt %q", f.read("p.txt"), f.read("q.txt"))
+	}
+}
+
+// A restore that meets its snapshot's write just ending waits for it rather than saying
+// to try again (a write's end, or a process forked during it that has not exec'd yet,
+// holds the marker's lock for a moment).
+func TestRestoreWaitsForAWriteEnding(t *testing.T) {
+	t.Parallel()
+	f := newDurableFixture(t)
+	c := filepath.Join(f.ws, "c.txt")
+	if err := os.WriteFile(c, []byte("c before\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		sn    *snapshot
+		once  sync.Once
+		ended = make(chan error, 1)
+	)
+	// The write ends once the restore has found its marker locked.
+	f.s.flock = func(fd, how int) error {
+		err := unix.Flock(fd, how)
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			once.Do(func() { go func() { ended <- sn.save() }() })
+		}
+		return err
+	}
+	sn = f.take("ending", "c.txt")
+	if err := os.WriteFile(c, []byte("c changed\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := f.run(`{"operation":"restore_snapshot","snapshotId":"ending"}`); isErr {
+		t.Fatalf("restore: %s", text)
+	}
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write never ended: the restore did not find its marker locked")
+	}
+	if got := f.read("c.txt"); got != "c before\n" {
+		t.Errorf("after the restore: c.txt %q, want c before", got)
 	}
 }
