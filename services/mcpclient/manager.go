@@ -73,6 +73,10 @@ type Options struct {
 	// ErrResultTooLarge, any other larger message is dropped, and the session goes on.
 	// Default DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// LargeReads bounds the messages of over 1 MiB being read at once from all servers
+	// together; another waits, its stream unread, until one has been read (largeReads).
+	// Default DefaultLargeReads; negative: no bound.
+	LargeReads int
 	// InheritEnv is what every stdio server gets from Toolwarden's own environment
 	// (see InheritedEnv); the server's configured env comes on top.
 	InheritEnv map[string]string
@@ -143,6 +147,9 @@ func (o *Options) withDefaults() Options {
 	if out.MaxMessageBytes <= 0 {
 		out.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if out.LargeReads == 0 {
+		out.LargeReads = DefaultLargeReads
+	}
 	if out.Version == "" {
 		out.Version = "dev"
 	}
@@ -193,6 +200,8 @@ type Manager struct {
 	opts     Options
 	log      *slog.Logger
 	confiner *confine.Confiner
+	// largeReads bounds the large messages read at once (Options.LargeReads).
+	largeReads *largeReads
 
 	mu      sync.Mutex
 	ctx     context.Context // Run's context; nil before Run and after it returns
@@ -216,7 +225,7 @@ func New(reg *registry.Service, opts *Options) *Manager {
 	o := opts.withDefaults()
 	return &Manager{reg: reg, opts: o, log: o.Logger, confiner: confine.New(o.Confine), conns: map[string]*conn{},
 		stderrs: map[string]*lineBuffer{}, refreshing: map[string]*serverLock{}, marker: "run-" + rand.Text(),
-		testSlots: make(chan struct{}, o.MaxTests)}
+		testSlots: make(chan struct{}, o.MaxTests), largeReads: newLargeReads(o.LargeReads)}
 }
 
 // ServerMarkerEnv marks the processes of stdio servers and template tools' commands (and

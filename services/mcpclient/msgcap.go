@@ -72,12 +72,14 @@ type msgLimit struct {
 	clean  func(string) string
 	strays *loglimit.Budget
 	stderr *lineBuffer
+	// reads bounds the large messages read at once (nil: no bound).
+	reads *largeReads
 }
 
 // msgLimit returns the cap for a connection to server cfg.
 func (m *Manager) msgLimit(cfg registry.Connection) msgLimit {
 	l := msgLimit{max: m.opts.MaxMessageBytes, server: cfg.Name, log: m.log,
-		clean: logCleaner(cfg), strays: loglimit.New(sdkLogEvery, sdkLogBurst)}
+		clean: logCleaner(cfg), strays: loglimit.New(sdkLogEvery, sdkLogBurst), reads: m.largeReads}
 	if m.log != nil {
 		l.sdk = sdkLogger(m.log, cfg)
 	}

@@ -120,10 +120,13 @@ func (t *capTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}}
 	switch mediaType(resp.Header.Get("Content-Type")) {
 	case "text/event-stream":
-		resp.Body = newEventReader(resp.Body, t.lim)
+		e := newEventReader(resp.Body, t.lim)
+		e.gate.ended = ctx.Done()
+		resp.Body = e
 	case "application/json":
 		// Also with a declared size within the cap: its values must be counted.
 		b := newJSONBody(resp.Body, t.lim, resp.ContentLength, requestID(r))
+		b.gate.ended = ctx.Done()
 		// The SDK decodes an error status's body only for its error, if any, and falls
 		// back on the status (a 404 that ends the session among them): left as it is.
 		b.answer = resp.StatusCode >= 200 && resp.StatusCode < 300
@@ -255,10 +258,11 @@ type jsonBody struct {
 	// the call's response and ends the session if it cannot.
 	answer bool
 	end    int // bytes of buf the scanner took: the body's first value and the space before it
+	gate   bodyGate
 }
 
 func newJSONBody(src io.ReadCloser, lim msgLimit, size int64, reqID func() []byte) *jsonBody {
-	return &jsonBody{src: src, lim: lim, size: size, reqID: reqID}
+	return &jsonBody{src: src, lim: lim, size: size, reqID: reqID, gate: newBodyGate(lim)}
 }
 
 // Read implements io.Reader.
@@ -268,15 +272,22 @@ func (b *jsonBody) Read(p []byte) (int, error) {
 		b.fill()
 	}
 	if len(b.out) == 0 {
+		b.gate.hold.drop()
 		return 0, b.err
 	}
 	n := copy(p, b.out)
 	b.out = b.out[n:]
+	if len(b.out) == 0 {
+		b.gate.hold.drop()
+	}
 	return n, nil
 }
 
 // Close implements io.Closer.
-func (b *jsonBody) Close() error { return b.src.Close() }
+func (b *jsonBody) Close() error {
+	b.gate.close()
+	return b.src.Close()
+}
 
 func (b *jsonBody) fill() {
 	if b.size > int64(b.lim.max) {
@@ -291,6 +302,10 @@ func (b *jsonBody) fill() {
 	for len(b.buf) <= b.lim.max {
 		b.buf = growTo(b.buf, min(32<<10, limit-len(b.buf)), limit)
 		b.peak = max(b.peak, cap(b.buf))
+		if len(b.buf) > largeReadFloor && !b.gate.take() {
+			b.buf, b.err = nil, errReadGivenUp
+			return
+		}
 		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), limit)])
 		took, _ := b.scan.feed(b.buf[len(b.buf) : len(b.buf)+n])
 		b.end += took
@@ -343,6 +358,7 @@ func (b *jsonBody) malformed() {
 // tooLarge replaces a body that passed the cap or maxMessageValues (seen bytes of it so
 // far, all scanned).
 func (b *jsonBody) tooLarge(seen int64) {
+	b.gate.hold.drop() // what it held is let go: the rest is only scanned
 	b.err = io.EOF
 	var id []byte
 	if b.reqID != nil {
@@ -452,6 +468,8 @@ type eventReader struct {
 	out []byte
 	err error
 
+	gate bodyGate
+
 	peak int // the largest capacity ev reached, for tests
 }
 
@@ -467,16 +485,20 @@ var eventBuffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, e
 func newEventReader(src io.ReadCloser, lim msgLimit) *eventReader {
 	br := eventBuffers.Get().(*bufio.Reader)
 	br.Reset(src)
-	return &eventReader{src: src, br: br, lim: lim}
+	return &eventReader{src: src, br: br, lim: lim, gate: newBodyGate(lim)}
 }
 
 // Close implements io.Closer.
-func (e *eventReader) Close() error { return e.src.Close() }
+func (e *eventReader) Close() error {
+	e.gate.close()
+	return e.src.Close()
+}
 
 // Read implements io.Reader.
 func (e *eventReader) Read(p []byte) (int, error) {
 	for len(e.out) == 0 {
 		if e.err != nil {
+			e.gate.hold.close()
 			return 0, e.err
 		}
 		if len(e.ev) == 0 && cap(e.ev) > keepBuffer {
@@ -509,6 +531,10 @@ func (e *eventReader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, e.out)
 	e.out = e.out[n:]
+	if len(e.out) == 0 {
+		e.out = nil        // not the event's array, which the next read lets go
+		e.gate.hold.drop() // the SDK has the event
+	}
 	return n, nil
 }
 
@@ -606,7 +632,13 @@ func (e *eventReader) add(p []byte) {
 		if e.kind == lineData {
 			e.dataBytes += len(p)
 		}
-		if e.dataBytes <= e.lim.max && !e.scan.tooMany() && e.keep(p) {
+		fits := e.dataBytes <= e.lim.max && !e.scan.tooMany()
+		if fits && len(e.ev)+len(p) > largeReadFloor && !e.gate.take() {
+			// The stream ended while the event waited: nothing more is read.
+			e.ev, e.err = nil, errReadGivenUp
+			return
+		}
+		if fits && e.keep(p) {
 			return
 		}
 		e.overflow()
@@ -647,6 +679,7 @@ func (e *eventReader) endLine() {
 // overflow turns the event into one that is not kept: its kept "event" and "id" lines
 // go into name and id (its data was scanned already), and their memory is let go.
 func (e *eventReader) overflow() {
+	e.gate.hold.drop() // what it held is let go: the rest is only scanned
 	e.over = true
 	e.name.reset()
 	e.id.reset()
@@ -670,6 +703,9 @@ func (e *eventReader) dispatch() {
 	defer func() {
 		e.seen = 0
 		e.scan.reset()
+		if len(e.out) == 0 {
+			e.gate.hold.drop() // dropped whole
+		}
 	}()
 	if e.over {
 		e.over = false

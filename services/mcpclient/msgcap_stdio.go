@@ -51,11 +51,14 @@ func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) 
 	if t.onStart != nil {
 		t.onStart(t.cmd.Process.Pid)
 	}
-	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate, writeWait: cmp.Or(t.writeWait, stdinWait)}
+	p := &process{cmd: t.cmd, stdin: stdin, terminate: t.terminate, writeWait: cmp.Or(t.writeWait, stdinWait),
+		closing: make(chan struct{})}
 	t.proc = p
 	// The reader's Close does nothing: the session ends by closing stdin (process.Close),
 	// and Wait closes stdout once the server has exited.
-	return (&mcp.IOTransport{Reader: io.NopCloser(newFrameReader(stdout, t.lim)), Writer: p,
+	fr := newFrameReader(stdout, t.lim)
+	fr.done = p.closing
+	return (&mcp.IOTransport{Reader: io.NopCloser(fr), Writer: p,
 		MaxLineLength: t.lim.max + sdkSlack}).Connect(ctx)
 }
 
@@ -82,6 +85,9 @@ type process struct {
 	// is reaped (sweepGroup); after that its id (the pid) may name someone else's group.
 	groupMu sync.Mutex
 	swept   bool
+	// closing is closed when Close starts: a read waiting for a large-read slot gives up.
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // sweepGroup waits until the server has exited, without reaping it, then kills what
@@ -129,6 +135,9 @@ func (p *process) Write(b []byte) (int, error) {
 // It returns once the process has been reaped, so its exit status is known, and what it
 // left in its process group has been killed.
 func (p *process) Close() error {
+	if p.closing != nil {
+		p.closeOnce.Do(func() { close(p.closing) })
+	}
 	// An error here (stdin already closed) must not skip the wait: the process would
 	// stay unreaped and its exit status unknown.
 	_ = p.stdin.Close()
@@ -195,11 +204,16 @@ type frameReader struct {
 	straySeen int64  // its bytes so far
 	strayID   []byte // the id of the call it was answered for (msgLimit.unreadable), or empty
 
+	// hold is the large-read slot of a message past largeReadFloor, held until the SDK
+	// has read it; done (the process closing) ends a wait for one.
+	hold largeHold
+	done <-chan struct{}
+
 	peak int // the largest capacity msg reached, for tests
 }
 
 func newFrameReader(src io.Reader, lim msgLimit) *frameReader {
-	return &frameReader{src: src, lim: lim, in: make([]byte, 32<<10)}
+	return &frameReader{src: src, lim: lim, in: make([]byte, 32<<10), hold: largeHold{g: lim.reads}}
 }
 
 // Read implements io.Reader.
@@ -207,12 +221,16 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	for len(f.out) == 0 {
 		if f.r < f.w {
 			f.step()
+			if !f.inMsg && len(f.out) == 0 {
+				f.hold.drop() // a message dropped whole
+			}
 			continue
 		}
 		if f.err != nil {
 			if f.stray {
 				f.endStray() // the last line, without a newline
 			}
+			f.hold.close()
 			return 0, f.err
 		}
 		if !f.inMsg && cap(f.msg) > keepBuffer {
@@ -223,6 +241,13 @@ func (f *frameReader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, f.out)
 	f.out = f.out[n:]
+	if len(f.out) == 0 {
+		f.out = nil // not the message's array, which the next read lets go
+	}
+	if len(f.out) <= 1 {
+		// The SDK has the message (its newline may wait for the next message's read).
+		f.hold.drop()
+	}
 	return n, nil
 }
 
@@ -261,7 +286,13 @@ func (f *frameReader) step() {
 		if len(f.msg)+n > f.lim.max || f.scan.tooMany() {
 			f.over = true
 			f.msg = nil // the scanner has what it needs from these bytes
+			f.hold.drop()
 		} else {
+			if len(f.msg)+n > largeReadFloor && !f.hold.take(f.done, nil) {
+				// The process is closing: the rest of the stream is not read.
+				f.r, f.err, f.inMsg, f.msg = f.w, errReadGivenUp, false, nil
+				return
+			}
 			f.msg = growTo(f.msg, n+1, f.lim.max+1) // +1: the newline
 			f.msg = append(f.msg, chunk[:n]...)
 			f.peak = max(f.peak, cap(f.msg))

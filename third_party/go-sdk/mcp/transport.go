@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -577,6 +578,13 @@ func newIOConnLimited(rwc io.ReadWriteCloser, maxLineLength int) *ioConn {
 			if limiter != nil {
 				limiter.resetFrame()
 			}
+			// Toolwarden: a decoder keeps the buffer its largest message grew, about twice
+			// that message, for the life of the session; after a large one, a new decoder
+			// goes on from what the old one had read ahead.
+			if len(raw) > largeFrame {
+				rest, _ := io.ReadAll(dec.Buffered())
+				dec = json.NewDecoder(io.MultiReader(bytes.NewReader(rest), reader))
+			}
 		}
 	}()
 	return &ioConn{
@@ -586,6 +594,10 @@ func newIOConnLimited(rwc io.ReadWriteCloser, maxLineLength int) *ioConn {
 		closed:   closed,
 	}
 }
+
+// largeFrame is the size of a message after which the stdio reader starts a new
+// decoder (Toolwarden's fourteenth change).
+const largeFrame = 256 << 10
 
 // errFrameTooLarge means that a single inbound JSON-RPC frame exceeded the configured byte
 // limit before the value was completely received.
@@ -703,6 +715,7 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	if len(t.queue) > 0 {
 		next := t.queue[0]
+		t.queue[0] = nil // Toolwarden: not kept by the queue's array once read
 		t.queue = t.queue[1:]
 		return next, nil
 	}
@@ -734,7 +747,12 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, fmt.Errorf("JSON-RPC batching is not supported in %s and later (request version: %s)", protocolVersion20250618, protocolVersion)
 	}
 
-	t.queue = msgs[1:]
+	// Toolwarden: an empty queue keeps no array, which would hold the message returned
+	// here (a result of megabytes) until the next one is read.
+	t.queue = nil
+	if len(msgs) > 1 {
+		t.queue = msgs[1:]
+	}
 
 	if batch {
 		var respBatch *msgBatch // track incoming requests in the batch
