@@ -641,12 +641,13 @@ var harmlessDevices = map[string]bool{"null": true, "zero": true, "stdout": true
 // copiers are the commands that write to a path named among their operands (or by -t):
 // a device among them is written to, or read whole (a disk copied out), either of which
 // is to be looked at.
-var copiers = []string{"tee", "cp", "mv", "install", "ln", "rsync"}
+var copiers = []string{"tee", "cp", "mv", "install", "ln", "rsync", "ddrescue"}
 
 // deviceWrite finds a write to a device file that is not harmless, to a path under /dev
 // however it is spelled (//dev/sda, /./dev/sda, /dev/fd/../sda): by a redirection, dd's
-// of=, a copier's operand, find's -fprint, -fprint0, -fprintf or -fls, or the file curl
-// (-o, --output) or wget (-O, --output-document) saves to.
+// of=, a copier's operand, find's -fprint, -fprint0, -fprintf or -fls, the file curl
+// (-o, --output) or wget (-O, --output-document) saves to, sort's -o, openssl's -out,
+// tar's archive (-f, --file, or the word after an old-style cf), or an address of socat.
 func deviceWrite(cmd string) bool {
 	for _, m := range devWrite.FindAllStringSubmatch(cmd, -1) {
 		if device(m[1]) {
@@ -654,11 +655,19 @@ func deviceWrite(cmd string) bool {
 		}
 	}
 	operands := func(args []string) bool { return slices.ContainsFunc(args, deviceOperand) }
-	checks := make([]argCheck, 0, len(copiers)+3)
+	checks := make([]argCheck, 0, len(copiers)+7)
 	for _, name := range copiers {
 		checks = append(checks, argCheck{name, operands})
 	}
 	return commandArgsOf(cmd, append(checks,
+		argCheck{"sort", func(args []string) bool {
+			return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output") }, 'o')
+		}},
+		argCheck{"openssl", func(args []string) bool {
+			return optionValueIsDevice(args, func(a string) bool { return a == "-out" }, 0)
+		}},
+		argCheck{"tar", tarDevice},
+		argCheck{"socat", func(args []string) bool { return slices.ContainsFunc(args, socatDevice) }},
 		argCheck{"find", func(args []string) bool {
 			return optionValueIsDevice(args, func(a string) bool { return a == "-fprint" || a == "-fprint0" || a == "-fprintf" || a == "-fls" }, 0)
 		}},
@@ -668,6 +677,34 @@ func deviceWrite(cmd string) bool {
 		argCheck{"wget", func(args []string) bool {
 			return optionValueIsDevice(args, func(a string) bool { return longOption(a, "--output-document") }, 'O')
 		}})...)
+}
+
+// tarDevice reports whether tar's archive is a device: the value of -f (among other
+// letters too) or --file, or in the old style (tar cf ARCHIVE …, no dash) the word
+// after the letters.
+func tarDevice(args []string) bool {
+	if optionValueIsDevice(args, func(a string) bool { return longOption(a, "--file") }, 'f') {
+		return true
+	}
+	return len(args) > 1 && !strings.HasPrefix(args[0], "-") && strings.IndexByte(args[0], 'f') >= 0 && device(args[1])
+}
+
+// socatDevice reports whether a socat address names a device: a path alone (socat opens
+// it as GOPEN does) or after FILE:, OPEN:, GOPEN:, CREATE: or CREAT:, before any
+// ",option".
+func socatDevice(a string) bool {
+	if strings.HasPrefix(a, "-") && a != "-" {
+		return false
+	}
+	a, _, _ = strings.Cut(a, ",")
+	if kind, rest, ok := strings.Cut(a, ":"); ok {
+		switch strings.ToUpper(kind) {
+		case "FILE", "OPEN", "GOPEN", "CREATE", "CREAT":
+			return device(rest)
+		}
+		return false
+	}
+	return device(a)
 }
 
 // deviceOperand is a device named by a word alone or as an option's value joined to it
