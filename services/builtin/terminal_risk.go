@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolwarden/toolwarden/services/risk"
 )
@@ -52,6 +53,7 @@ var commandRules = []struct {
 	{"deletes what another command finds or lists (find -delete, find -exec rm, xargs rm)", deletesListed},
 	{"overwrites or cuts a file's content (shred, truncate)", shredOrTruncate},
 	{"erases a disk's signatures or blocks (wipefs -a, blkdiscard)", diskErase},
+	{"edits a disk's partition table (fdisk, sfdisk, parted, gdisk, sgdisk, cfdisk)", partitionEdit},
 	{"discards git work no undo restores (git reset --hard, git clean)", gitDiscard},
 	{"deletes files from code given on the command line (python -c … rmtree, perl -e … unlink)", interpreterDelete},
 }
@@ -377,8 +379,7 @@ type argCheck struct {
 // commands and words once.
 func commandArgsOf(cmd string, checks ...argCheck) bool {
 	const fullUses = 8
-	for _, seg := range segments.Split(cmd, -1) {
-		w := strings.Fields(seg)
+	for _, w := range splitWords(cmd) {
 		for _, c := range checks {
 			var uses []int
 			for i, word := range w {
@@ -398,6 +399,50 @@ func commandArgsOf(cmd string, checks ...argCheck) bool {
 		}
 	}
 	return false
+}
+
+// splits keeps the words of the command lines being rated (splitWords): a rating runs
+// about twenty rules over the same few forms of a line (commandWhys), and splitting each
+// again was a third of its time. A rating forgets its forms when it ends (forgetSplits),
+// so a line typed with echo off (a password) is not kept; ratings at once share it.
+var splits struct {
+	mu    sync.Mutex
+	words map[string][][]string
+}
+
+// maxSplits bounds the lines splits keeps: a few ratings' forms.
+const maxSplits = 64
+
+// splitWords is cmd split into its commands (segments) and each into its words. The
+// result is shared: not to be changed.
+func splitWords(cmd string) [][]string {
+	splits.mu.Lock()
+	w, ok := splits.words[cmd]
+	splits.mu.Unlock()
+	if ok {
+		return w
+	}
+	segs := segments.Split(cmd, -1)
+	w = make([][]string, len(segs))
+	for i, seg := range segs {
+		w[i] = strings.Fields(seg)
+	}
+	splits.mu.Lock()
+	if splits.words == nil || len(splits.words) >= maxSplits {
+		splits.words = map[string][][]string{}
+	}
+	splits.words[cmd] = w
+	splits.mu.Unlock()
+	return w
+}
+
+// forgetSplits drops forms from splits.
+func forgetSplits(forms []string) {
+	splits.mu.Lock()
+	for _, f := range forms {
+		delete(splits.words, f)
+	}
+	splits.mu.Unlock()
 }
 
 // rmRecursive finds an rm given -r (or -R, --recursive, or a cluster holding one: -rv),
@@ -553,6 +598,47 @@ func diskErase(cmd string) bool {
 			return strings.HasPrefix(a, "-") && strings.ContainsAny(a, "ao")
 		})
 	})
+}
+
+// partitionEdit finds a partition editor that may change a disk's partition table:
+// fdisk, sfdisk, gdisk, sgdisk or parted given a device, unless only to list it (fdisk
+// -l, gdisk -l, sfdisk's -l, -d, -s, -J, -V, -g and their long forms, sgdisk's -p, -v,
+// -i, -b, parted -l or a device with print alone), and cfdisk (its default is the first
+// disk) unless asked for its help or version.
+func partitionEdit(cmd string) bool {
+	hasDevice := func(args []string) bool { return slices.ContainsFunc(args, device) }
+	short := func(args []string, letters string) bool {
+		return slices.ContainsFunc(args, func(a string) bool {
+			return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], letters)
+		})
+	}
+	long := func(args []string, opts ...string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--") && longOption(a, opts...) })
+	}
+	return commandArgsOf(cmd,
+		argCheck{"fdisk", func(args []string) bool { return hasDevice(args) && !short(args, "l") && !long(args, "--list") }},
+		argCheck{"gdisk", func(args []string) bool { return hasDevice(args) && !short(args, "l") }},
+		argCheck{"sfdisk", func(args []string) bool {
+			return hasDevice(args) && !short(args, "ldsJVg") &&
+				!long(args, "--list", "--dump", "--show-size", "--json", "--verify", "--show-geometry", "--list-free")
+		}},
+		argCheck{"sgdisk", func(args []string) bool {
+			return hasDevice(args) && !short(args, "pvib") && !long(args, "--print", "--verify", "--info", "--backup")
+		}},
+		argCheck{"parted", func(args []string) bool {
+			if !hasDevice(args) || short(args, "l") || long(args, "--list") {
+				return false
+			}
+			var words []string // what follows the device: parted's commands
+			for i, a := range args {
+				if device(a) {
+					words = args[i+1:]
+					break
+				}
+			}
+			return !(len(words) == 1 && (words[0] == "print" || words[0] == "p"))
+		}},
+		argCheck{"cfdisk", func(args []string) bool { return !long(args, "--help", "--version") && !short(args, "hV") }})
 }
 
 // gitDiscard finds a git reset given --hard (any prefix git takes: --har) and a git
@@ -889,6 +975,7 @@ func commandWhys(cmd string) []string {
 		expanded, fits := braced(plain)
 		forms, ok = append(forms, plain, expanded), ok && fits
 	}
+	defer forgetSplits(forms)
 	for _, r := range commandRules {
 		if slices.ContainsFunc(forms, r.match) {
 			whys = append(whys, r.why)

@@ -236,6 +236,23 @@ func TestCommandRiskGlobsSequencesDevicesAndKeys(t *testing.T) {
 		{`tar czf backup.tgz src`, ""},
 		{`socat TCP-LISTEN:8080,fork TCP:localhost:80`, ""},
 		{`socat - OPEN:/dev/null`, ""},
+		{`fdisk /dev/sda`, "partition table"},
+		{`sudo fdisk /dev/nvme0n1`, "runs as root"},
+		{`sfdisk /dev/sda < layout.txt`, "partition table"},
+		{`parted -s /dev/sda mklabel gpt`, "partition table"},
+		{`parted /dev/sda`, "partition table"},
+		{`sgdisk --zap-all /dev/sdb`, "partition table"},
+		{`gdisk /dev/sdb`, "partition table"},
+		{`cfdisk`, "partition table"},
+		{`fdisk -l /dev/sda`, ""},
+		{`fdisk -l`, ""},
+		{`sfdisk -d /dev/sda > table.txt`, ""},
+		{`sfdisk --json /dev/sda`, ""},
+		{`parted -l`, ""},
+		{`parted /dev/sda print`, ""},
+		{`sgdisk -p /dev/sda`, ""},
+		{`gdisk -l /dev/sda`, ""},
+		{`cfdisk --help`, ""},
 		{`cp sda /dev/`, "device"},
 		{`cp -t /dev sda`, "device"},
 		{`install sda /dev`, "device"},
@@ -302,5 +319,22 @@ func TestBracedMatchesBash(t *testing.T) {
 	if got, ok := braced("-{1..100000000000}rf"); !ok || !strings.HasPrefix(got, "-1rf -2rf") || !strings.HasSuffix(got, " -100000000000rf") ||
 		len(strings.Fields(got)) != maxSequence {
 		t.Errorf("a long sequence: %.60q… %v", got, ok)
+	}
+}
+
+// The words a rating splits a line into are shared by its rules while it runs and
+// forgotten after it: a line typed with echo off (a password) is not kept.
+func TestRatingForgetsItsLines(t *testing.T) {
+	t.Parallel()
+	line := "correct horse battery staple " + t.Name()
+	if _, ok := HiddenLineRisk(line); ok {
+		t.Fatal("rated")
+	}
+	splits.mu.Lock()
+	defer splits.mu.Unlock()
+	for k := range splits.words {
+		if strings.Contains(k, t.Name()) {
+			t.Errorf("kept after the rating: %q", k)
+		}
 	}
 }
