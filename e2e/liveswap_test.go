@@ -76,6 +76,27 @@ func TestBrowserLiveUpdatesKeepWhatYouDo(t *testing.T) {
 		t.Errorf("typing on after the update gives %q", got)
 	}
 
+	// A refused override comes back with its reason as typed; a live update of the head
+	// (whose form is empty for everyone) keeps it, and what is typed after it.
+	b.do("make the page's definition stale", chromedp.Evaluate[chromedp.Void](
+		`document.querySelector('input[name=definition_hash][form^="tool-override-form-"]').value = "sha256:0000"`))
+	b.do("send the override", chromedp.Click(chromedp.CSS(`[data-testid=override-submit]`)))
+	b.waitAfterNavigation("the override was refused", `!!document.querySelector('[data-testid=flash].error') && !!document.querySelector('`+reason+`')`)
+	if got := eval[string](b, `document.querySelector('`+reason+`').value`); got != "a false positive in the finding" {
+		t.Fatalf("the refused page's reason reads %q", got)
+	}
+	b.waitJS("the page is live", `document.querySelector("#live-status")?.dataset.state === "open"`)
+	b.do("go to the reason's end", chromedp.Evaluate[chromedp.Void](`(() => { const r = document.querySelector('`+reason+`'); r.focus(); r.setSelectionRange(r.value.length, r.value.length); })()`))
+	b.do("type more", chromedp.SendKeys(chromedp.CSS(reason), "; checked"))
+	b.do("remember the refused field", chromedp.Evaluate[chromedp.Void](`window.__old = document.querySelector('`+reason+`')`))
+	if _, err := srv.Tools.Tag(ctx, audit.System, []string{brokenID}, []string{"again"}, false); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS("the refused page's head was replaced", `!window.__old.isConnected && !!document.querySelector('`+reason+`')`)
+	if got := eval[string](b, `document.querySelector('`+reason+`').value`); got != "a false positive in the finding; checked" {
+		t.Errorf("after a live update the refused reason reads %q", got)
+	}
+
 	// A field's typed value is not carried into a replacement whose form's hidden fields
 	// differ (a phrase typed to approve one plan must not approve the plan that replaced
 	// it), and is when they are the same. The swap is played by hand, as the websocket

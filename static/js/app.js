@@ -1159,7 +1159,9 @@
   // a replaced part is kept, for elements with an id: the focus and the cursor, what
   // was typed or ticked, and which <details> were open. A field is left as the server
   // sent it when the fragment changed its own value or its form's hidden fields: a
-  // phrase typed to approve one plan must not approve the plan that replaced it.
+  // phrase typed to approve one plan must not approve the plan that replaced it. A field
+  // marked data-typed holds what the person typed, sent back with a refused form: its
+  // text counts as typed into an empty field.
   var kept = null;
   function hiddenOf(f) {
     if (!f.form) return "";
@@ -1203,8 +1205,9 @@
     document.querySelectorAll("input[id], textarea[id]").forEach(function (f) {
       var tick = f.type === "checkbox" || f.type === "radio";
       if (f.type === "hidden" || f.type === "file" || f.type === "password") return;
-      if (tick ? f.checked === f.defaultChecked : f.value === f.defaultValue) return;
-      kept.fields.push({ el: f, tick: tick, checked: f.checked, value: f.value, hidden: hiddenOf(f) });
+      var base = f.dataset.typed ? "" : f.defaultValue;
+      if (tick ? f.checked === f.defaultChecked : f.value === base) return;
+      kept.fields.push({ el: f, tick: tick, checked: f.checked, value: f.value, base: base, hidden: hiddenOf(f) });
     });
     document.querySelectorAll("details[id][open]").forEach(function (d) { kept.open.push(d); });
   });
@@ -1222,7 +1225,7 @@
       if (!n || hiddenOf(n) !== f.hidden) return;
       if (f.tick) {
         if (n.defaultChecked === f.el.defaultChecked) n.checked = f.checked;
-      } else if (n.defaultValue === f.el.defaultValue) {
+      } else if (n.defaultValue === f.base || n.defaultValue === f.el.defaultValue) {
         n.value = f.value;
       } else return;
       n.dispatchEvent(new Event(f.tick ? "change" : "input", { bubbles: true }));
