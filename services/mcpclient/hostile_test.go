@@ -33,6 +33,7 @@ const (
 	hostileCompleteLate = "complete-late" // sends completion/complete once initialized
 	hostileCompleteInit = "complete-init" // sends completion/complete instead of answering initialize
 	hostileTwice        = "twice"         // lists echo once, then (after its first call) twice with different definitions
+	hostileStallLarge   = "stall-large"   // answers a call with the first 2 MiB of a result and then sends nothing more
 )
 
 const hostileComplete = `{"jsonrpc":"2.0","id":"x","method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"a"},"argument":{"name":"a","value":"b"}}}`
@@ -51,7 +52,8 @@ func hostileServe(mode string, in io.Reader, out, log io.Writer) {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	send := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
-	called := false // a tools/call was answered (hostileTwice)
+	called := false  // a tools/call was answered (hostileTwice)
+	stalled := false // a large answer was started and is never finished (hostileStallLarge)
 	for sc.Scan() {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
@@ -61,6 +63,7 @@ func hostileServe(mode string, in io.Reader, out, log io.Writer) {
 			continue
 		}
 		switch {
+		case stalled: // mid-message: nothing more is sent, whatever comes
 		case msg.Method == "" && msg.ID != nil: // a reply to one of ours
 			fmt.Fprintf(log, "reply %s\n", sc.Bytes())
 		case msg.Method == "server/discover": // not a 2026-07-28 server: the client initializes
@@ -87,6 +90,9 @@ func hostileServe(mode string, in io.Reader, out, log io.Writer) {
 				`{"name":"echo","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}}]}}`, msg.ID)
 		case msg.Method == "tools/list":
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}}`, msg.ID)
+		case msg.Method == "tools/call" && mode == hostileStallLarge:
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"%s`, msg.ID, strings.Repeat("x", 2<<20))
+			stalled = true
 		case msg.Method == "tools/call":
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"ok"}]}}`, msg.ID)
 			if mode == hostileTwice && !called {

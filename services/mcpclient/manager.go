@@ -74,8 +74,9 @@ type Options struct {
 	// Default DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// LargeReads bounds the messages of over 1 MiB being read at once from all servers
-	// together; another waits, its stream unread, until one has been read (largeReads).
-	// Default DefaultLargeReads; negative: no bound.
+	// together (two of them at most from one server); another waits, its stream unread,
+	// until one has been read or has kept its turn 5 s (largeReads). Default
+	// DefaultLargeReads; negative: no bound.
 	LargeReads int
 	// InheritEnv is what every stdio server gets from Toolwarden's own environment
 	// (see InheritedEnv); the server's configured env comes on top.

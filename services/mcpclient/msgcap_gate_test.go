@@ -48,7 +48,8 @@ func TestLargeReadsWaitForASlot(t *testing.T) {
 				e.waitStatus(t, sv.ID, registry.StatusConnected)
 				ids = append(ids, sv.ID)
 			}
-			release := mcpclient.HoldLargeRead(e.mgr)
+			mcpclient.SetLargeHoldLimit(e.mgr, time.Minute) // the slot held here is not taken back
+			release := mcpclient.HoldLargeRead(e.mgr, "someone else")
 			defer release()
 			const size = 3 << 20
 			var large, small sync.WaitGroup
@@ -134,5 +135,74 @@ func TestLargeAnswerNotKept(t *testing.T) {
 				t.Errorf("the heap kept %d MiB more after a 24 MiB answer, want under 8", grew>>20)
 			}
 		})
+	}
+}
+
+// A server that starts a large answer and sends no more keeps its slot only for the
+// hold limit: another server's large answer is read after that, not when the stalled
+// session ends.
+func TestLargeReadStalledGivesWay(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.LargeReads = 1
+	e := start(t, opts)
+	mcpclient.SetLargeHoldLimit(e.mgr, 300*time.Millisecond)
+	spec, kv := hostileConn(t, hostileStallLarge)
+	hostile := e.create(t, spec)
+	e.waitStatus(t, hostile.ID, registry.StatusConnected)
+	mo := &mcptest.Options{Name: "big", Big: true}
+	cmd, args, env := mcptest.StdioCommand(mo, filepath.Join(t.TempDir(), "control"))
+	sv := e.create(t, registry.Spec{Name: "big", Type: registry.TypeStdio, Command: cmd, Args: args, Env: env, Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+
+	stalled, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _, _ = e.mgr.CallTool(stalled, hostile.ID, "echo", map[string]any{}, nil) }()
+	testkit.WaitFor(t, 10*time.Second, func() bool { _, now, _ := mcpclient.LargeReadsOf(e.mgr); return now == 1 },
+		"the stalled answer never took the slot")
+
+	ctx, done := context.WithTimeout(context.Background(), 20*time.Second)
+	defer done()
+	res, err := e.mgr.CallTool(ctx, sv.ID, "big", map[string]any{"bytes": 2 << 20}, nil)
+	if err != nil {
+		killHostile(t, kv, fmt.Sprintf("a large answer behind a stalled one: %v", err))
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || len(tc.Text) != 2<<20 {
+		t.Errorf("a large answer behind a stalled one: got %T", res.Content[0])
+	}
+	if _, now, _ := mcpclient.LargeReadsOf(e.mgr); now != 0 || mcpclient.LargeReadsEvicted(e.mgr) != 1 {
+		t.Errorf("%d slots taken after, %d taken back: want none, and the stalled answer's", now, mcpclient.LargeReadsEvicted(e.mgr))
+	}
+	cancel()
+}
+
+// A JSON answer whose wait for a slot its call gave up ends as an error for that call:
+// the session goes on, and the server's other calls with it.
+func TestLargeReadGivenUpKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	opts := fast()
+	opts.LargeReads = 1
+	e := start(t, opts)
+	mcpclient.SetLargeHoldLimit(e.mgr, time.Minute)
+	mo := &mcptest.Options{Name: "big", Big: true, JSONResponse: true}
+	sv := e.create(t, registry.Spec{Name: "big", Type: registry.TypeStreamableHTTP, URL: mcptest.StartHTTP(t, mo).URL(), Enabled: true})
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	before, err := e.mgr.Session(sv.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := mcpclient.HoldLargeRead(e.mgr, "someone else")
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := e.mgr.CallTool(short, sv.ID, "big", map[string]any{"bytes": 3 << 20}, nil); err == nil {
+		t.Fatal("a large answer was read while the only slot was held")
+	}
+	time.Sleep(2 * time.Second) // past the read's grace after its call ended
+	release()
+	if _, err := e.mgr.CallTool(context.Background(), sv.ID, "big", map[string]any{"bytes": 1000}, nil); err != nil {
+		t.Fatalf("the next call: %v", err)
+	}
+	if after, err := e.mgr.Session(sv.ID); err != nil || after != before {
+		t.Errorf("the session was replaced after a read given up (%v)", err)
 	}
 }

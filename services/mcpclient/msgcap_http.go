@@ -300,12 +300,12 @@ func (b *jsonBody) fill() {
 		limit = int(b.size) + 1
 	}
 	for len(b.buf) <= b.lim.max {
-		b.buf = growTo(b.buf, min(32<<10, limit-len(b.buf)), limit)
-		b.peak = max(b.peak, cap(b.buf))
-		if len(b.buf) > largeReadFloor && !b.gate.take() {
-			b.buf, b.err = nil, errReadGivenUp
+		if len(b.buf) >= largeReadFloor && !b.gate.take() {
+			b.givenUp()
 			return
 		}
+		b.buf = growTo(b.buf, min(32<<10, limit-len(b.buf)), limit)
+		b.peak = max(b.peak, cap(b.buf))
 		n, err := b.src.Read(b.buf[len(b.buf):min(cap(b.buf), limit)])
 		took, _ := b.scan.feed(b.buf[len(b.buf) : len(b.buf)+n])
 		b.end += took
@@ -352,6 +352,18 @@ func (b *jsonBody) malformed() {
 	b.lim.notJSON(bytes.TrimSpace(b.buf[:min(len(b.buf), strayKeep)]), int64(len(b.buf)), id)
 	if r != nil {
 		b.out = r
+	}
+}
+
+// givenUp ends a body whose wait for a large-read slot ended (its call's context, or
+// the body closed): the SDK gets an error response for the request's id, as for an
+// oversized body, not a read error, which would end the session for every call.
+func (b *jsonBody) givenUp() {
+	b.buf, b.err = nil, io.EOF
+	if b.reqID != nil {
+		if id := b.reqID(); id != nil {
+			b.out = b.lim.errorCode(id, CodeResultTooLarge, "the answer was not read: the call ended while it waited for its turn to be read")
+		}
 	}
 }
 
@@ -634,8 +646,9 @@ func (e *eventReader) add(p []byte) {
 		}
 		fits := e.dataBytes <= e.lim.max && !e.scan.tooMany()
 		if fits && len(e.ev)+len(p) > largeReadFloor && !e.gate.take() {
-			// The stream ended while the event waited: nothing more is read.
-			e.ev, e.err = nil, errReadGivenUp
+			// Its call or session ended while the event waited: the stream ends, as
+			// one the server closed (a read error would end the session).
+			e.ev, e.err = nil, io.EOF
 			return
 		}
 		if fits && e.keep(p) {

@@ -213,7 +213,7 @@ type frameReader struct {
 }
 
 func newFrameReader(src io.Reader, lim msgLimit) *frameReader {
-	return &frameReader{src: src, lim: lim, in: make([]byte, 32<<10), hold: largeHold{g: lim.reads}}
+	return &frameReader{src: src, lim: lim, in: make([]byte, 32<<10), hold: largeHold{g: lim.reads, server: lim.server}}
 }
 
 // Read implements io.Reader.

@@ -549,7 +549,8 @@ func newIOConnLimited(rwc io.ReadWriteCloser, maxLineLength int) *ioConn {
 			limiter = &frameLimitReader{r: rwc, limit: limit}
 			reader = limiter
 		}
-		dec := json.NewDecoder(reader)
+		src := reader // what dec reads: reader, after the fourteenth change behind what earlier decoders read ahead
+		dec := json.NewDecoder(src)
 		for {
 			var raw json.RawMessage
 			err := dec.Decode(&raw)
@@ -582,8 +583,11 @@ func newIOConnLimited(rwc io.ReadWriteCloser, maxLineLength int) *ioConn {
 			// that message, for the life of the session; after a large one, a new decoder
 			// goes on from what the old one had read ahead.
 			if len(raw) > largeFrame {
+				// What the old decoder read ahead comes first, then what is left of the
+				// source (which may itself start with an earlier decoder's remainder).
 				rest, _ := io.ReadAll(dec.Buffered())
-				dec = json.NewDecoder(io.MultiReader(bytes.NewReader(rest), reader))
+				src = io.MultiReader(bytes.NewReader(rest), src)
+				dec = json.NewDecoder(src)
 			}
 		}
 	}()
