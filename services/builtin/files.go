@@ -1389,6 +1389,7 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 		case !w.changed || len(w.sn.m.Entries) == 0:
 			w.sn.discard()
 		default:
+			w.recordAfter()
 			if serr := w.sn.save(); serr != nil {
 				w.sn.discard()
 				err = &errChanged{fmt.Errorf("%w (part of the write happened, but its snapshot could not be saved: %v)", err, serr)}
@@ -1404,6 +1405,7 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 	}
 	if w.sn != nil {
 		defer w.sn.close()
+		w.recordAfter()
 		if err := w.sn.save(); err != nil {
 			return nil, &errChanged{fmt.Errorf("the write happened, but its snapshot could not be saved: %w", err)}
 		}

@@ -50,6 +50,11 @@ type snapEntry struct {
 	// has neither, and its blobs are put back unchecked.
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
+	// After is what the write left at the path, as a preview's fingerprint reads it
+	// ("absent" or "sha256:…"; "" for what that does not describe, or a manifest from
+	// before it was recorded): a restore that finds something else there says the path
+	// changed after the write, and where what it replaced is kept.
+	After string `json:"after,omitempty"`
 }
 
 // fingerprint is what e kept as a preview's fingerprint reads it: "absent", the
@@ -737,10 +742,15 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	var failed []error
 	var dirs []snapEntry
 	var notKept *modeNotKept
+	var since []string // paths changed after the write, put back all the same
 	for i := len(m.Entries) - 1; i >= 0; i-- {
 		e := m.Entries[i]
 		shown := filepath.Join(e.Area, e.Path)
+		changed := s.changedSince(e)
 		err := s.restoreEntry(w, store, id, e)
+		if changed && (err == nil || errors.As(err, &notKept)) {
+			since = append(since, shown)
+		}
 		switch {
 		case err == nil:
 			restored = append(restored, filepath.Join(s.opts.Root, e.Area, e.Path))
@@ -765,6 +775,13 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 			notes = append(notes, fmt.Sprintf("%s was restored, but %v", filepath.Join(e.Area, e.Path), err))
 		}
 	}
+	if len(since) > 0 && w.sn != nil {
+		// Put back all the same (the restore was asked for), but said: what it replaced
+		// is kept in the restore's own snapshot, which brings it back.
+		slices.Reverse(since)
+		notes = append(notes, fmt.Sprintf("%s changed after the write this snapshot undoes; what %s held is kept in snapshot %s (restore it to bring that back)",
+			strings.Join(since, ", "), map[bool]string{true: "it", false: "they"}[len(since) == 1], w.sn.m.ID))
+	}
 	err = errors.Join(failed...)
 	if w.sn != nil {
 		// What it recorded but did not put back (it failed, or the path already held what
@@ -773,6 +790,68 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		s.dropUnchanged(w.sn)
 	}
 	return restored, notes, err
+}
+
+// afterState is what is at rel now as snapEntry.After records it: "absent", the
+// fingerprint of a regular file a snapshot can keep, or "" for anything else.
+func afterState(ar *os.Root, rel string) string {
+	fi, err := ar.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "absent"
+	case err != nil || !fi.Mode().IsRegular() || fi.Size() > maxFileBytes:
+		return ""
+	}
+	b, err := readRegular(ar, rel)
+	if err != nil {
+		return ""
+	}
+	return fingerprint(&b)
+}
+
+// recordAfter notes in w's snapshot what the write left at each path it kept
+// (snapEntry.After), under the write's edit locks, before the snapshot is saved.
+func (w *write) recordAfter() {
+	if w.sn == nil {
+		return
+	}
+	roots := map[string]*os.Root{}
+	defer func() {
+		for _, r := range roots {
+			r.Close()
+		}
+	}()
+	for i := range w.sn.m.Entries {
+		e := &w.sn.m.Entries[i]
+		ar, ok := roots[e.Area]
+		if !ok {
+			var err error
+			if ar, err = w.s.openArea(e.Area); err != nil {
+				ar = nil
+			}
+			roots[e.Area] = ar
+		}
+		if ar == nil {
+			continue
+		}
+		if after := afterState(ar, e.Path); after != e.After {
+			e.After, w.sn.stale = after, true
+		}
+	}
+}
+
+// changedSince reports whether what is at e's path now is not what its write left there
+// (unknown: no).
+func (s *Server) changedSince(e snapEntry) bool {
+	if e.After == "" {
+		return false
+	}
+	ar, err := s.openArea(e.Area)
+	if err != nil {
+		return false
+	}
+	defer ar.Close()
+	return afterState(ar, e.Path) != e.After
 }
 
 // modeNotKept: a path was put back, but the file system did not take all of its mode

@@ -535,3 +535,79 @@ func TestRestoreWaitsForAWriteEnding(t *testing.T) {
 		t.Errorf("after the restore: c.txt %q, want c before", got)
 	}
 }
+
+// runAs is run as call callID (its snapshot is named after it).
+func (f *durableFixture) runAs(callID, args string) (string, bool) {
+	f.t.Helper()
+	op, err := f.s.tools["file_operations"].operation(json.RawMessage(args))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	meta := callmeta.Meta{ConversationID: "c1", CallID: callID}
+	res, err := op.Run(callmeta.With(context.Background(), meta), Call{Meta: meta, Workspace: f.ws}, json.RawMessage(args))
+	if err != nil {
+		return err.Error(), true
+	}
+	text := ""
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text += tc.Text
+		}
+	}
+	return text, res.IsError
+}
+
+// A restore says which paths changed after the write it undoes (a terminal command
+// edited the file since): it puts them back as asked, and names the snapshot that
+// keeps what they held, which brings that back. Undoing two writes of one file, the
+// later first, says nothing: each finds what its write left.
+func TestRestoreSaysWhatChangedSince(t *testing.T) {
+	t.Parallel()
+	f := newDurableFixture(t)
+	notes := filepath.Join(f.ws, "notes.txt")
+	if err := os.WriteFile(notes, []byte("one two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edit := func(call, from, to string) {
+		t.Helper()
+		if text, isErr := f.runAs(call, `{"operation":"replace_string","filePath":"notes.txt","oldString":"`+from+`","newString":"`+to+`"}`); isErr {
+			t.Fatalf("edit %s: %s", call, text)
+		}
+	}
+	restore := func(call, id string) string {
+		t.Helper()
+		text, isErr := f.runAs(call, `{"operation":"restore_snapshot","snapshotId":"`+id+`"}`)
+		if isErr {
+			t.Fatalf("restore %s: %s", id, text)
+		}
+		return text
+	}
+
+	edit("w1", "two", "three")
+	edit("w2", "one", "uno")
+	if text := restore("r2", "w2"); strings.Contains(text, "changed after") {
+		t.Errorf("undoing the last write of an unchanged file: %s", text)
+	}
+	if text := restore("r1", "w1"); strings.Contains(text, "changed after") {
+		t.Errorf("undoing the first write after the second was undone: %s", text)
+	}
+	if got := f.read("notes.txt"); got != "one two\n" {
+		t.Fatalf("after both restores: %q", got)
+	}
+
+	edit("w3", "two", "four")
+	if err := os.WriteFile(notes, []byte("one four, and a line a terminal added\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := restore("r3", "w3")
+	if !strings.Contains(text, "notes.txt changed after the write this snapshot undoes") || !strings.Contains(text, "kept in snapshot r3") {
+		t.Fatalf("undoing a write of a file changed since: %s", text)
+	}
+	if got := f.read("notes.txt"); got != "one two\n" {
+		t.Errorf("after the restore: %q, want what the write replaced", got)
+	}
+	restore("r4", "r3")
+	if got := f.read("notes.txt"); got != "one four, and a line a terminal added\n" {
+		t.Errorf("restoring the restore's snapshot: %q, want the later change back", got)
+	}
+}
