@@ -840,8 +840,9 @@ func (w *write) recordAfter() {
 	}
 }
 
-// changedSince reports whether what is at e's path now is not what its write left there
-// (unknown: no).
+// changedSince reports whether what is at e's path now is neither what its write left
+// there nor what the snapshot would put back (restored once already, or by hand):
+// something a restore would lose (unknown: no).
 func (s *Server) changedSince(e snapEntry) bool {
 	if e.After == "" {
 		return false
@@ -851,7 +852,8 @@ func (s *Server) changedSince(e snapEntry) bool {
 		return false
 	}
 	defer ar.Close()
-	return afterState(ar, e.Path) != e.After
+	now := afterState(ar, e.Path)
+	return now != e.After && now != e.fingerprint()
 }
 
 // modeNotKept: a path was put back, but the file system did not take all of its mode

@@ -610,4 +610,10 @@ func TestRestoreSaysWhatChangedSince(t *testing.T) {
 	if got := f.read("notes.txt"); got != "one four, and a line a terminal added\n" {
 		t.Errorf("restoring the restore's snapshot: %q, want the later change back", got)
 	}
+	// Restored twice: the second finds what the snapshot keeps, and loses nothing.
+	edit("w5", "four", "five")
+	restore("r5", "w5")
+	if text := restore("r6", "w5"); strings.Contains(text, "changed after") {
+		t.Errorf("restoring a snapshot a second time: %s", text)
+	}
 }

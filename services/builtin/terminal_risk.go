@@ -601,16 +601,22 @@ func diskErase(cmd string) bool {
 }
 
 // partitionEdit finds a partition editor that may change a disk's partition table:
-// fdisk, sfdisk, gdisk, sgdisk or parted given a device, unless only to list it (fdisk
-// -l, gdisk -l, sfdisk's -l, -d, -s, -J, -V, -g and their long forms, sgdisk's -p, -v,
-// -i, -b, parted -l or a device with print alone), and cfdisk (its default is the first
-// disk) unless asked for its help or version.
+// fdisk, gdisk or sfdisk given a device, unless only to list it (fdisk -l, gdisk -l,
+// sfdisk's -l, -d, -s, -J, -V, -g and their long forms); sgdisk given a device and any
+// option but -p, -v, -i and -b (it runs every option given, in order: -Z … -p zaps);
+// parted given a device and no command (it asks for them) or one that changes the disk;
+// and cfdisk (its default is the first disk) unless asked for its help or version. An
+// option's letter is its first: a value joined to it (fdisk -ucylinders) is no option.
 func partitionEdit(cmd string) bool {
 	hasDevice := func(args []string) bool { return slices.ContainsFunc(args, device) }
+	letter := func(a string) byte {
+		if len(a) > 1 && a[0] == '-' && a[1] != '-' {
+			return a[1]
+		}
+		return 0
+	}
 	short := func(args []string, letters string) bool {
-		return slices.ContainsFunc(args, func(a string) bool {
-			return len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(a[1:], letters)
-		})
+		return slices.ContainsFunc(args, func(a string) bool { l := letter(a); return l != 0 && strings.IndexByte(letters, l) >= 0 })
 	}
 	long := func(args []string, opts ...string) bool {
 		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--") && longOption(a, opts...) })
@@ -623,23 +629,35 @@ func partitionEdit(cmd string) bool {
 				!long(args, "--list", "--dump", "--show-size", "--json", "--verify", "--show-geometry", "--list-free")
 		}},
 		argCheck{"sgdisk", func(args []string) bool {
-			return hasDevice(args) && !short(args, "pvib") && !long(args, "--print", "--verify", "--info", "--backup")
+			return hasDevice(args) && slices.ContainsFunc(args, func(a string) bool {
+				if strings.HasPrefix(a, "--") {
+					return len(a) > 2 && !longOption(a, "--print", "--verify", "--info", "--backup", "--help", "--version")
+				}
+				l := letter(a)
+				return l != 0 && strings.IndexByte("pvib?V", l) < 0
+			})
 		}},
 		argCheck{"parted", func(args []string) bool {
 			if !hasDevice(args) || short(args, "l") || long(args, "--list") {
 				return false
 			}
-			var words []string // what follows the device: parted's commands
-			for i, a := range args {
-				if device(a) {
-					words = args[i+1:]
-					break
+			i := slices.IndexFunc(args, device)
+			var words []string // parted's commands, after the device, options left out
+			for _, a := range args[i+1:] {
+				if !strings.HasPrefix(a, "-") {
+					words = append(words, a)
 				}
 			}
-			return !(len(words) == 1 && (words[0] == "print" || words[0] == "p"))
+			return len(words) == 0 || slices.ContainsFunc(words, func(w string) bool { return partedChanges[w] })
 		}},
 		argCheck{"cfdisk", func(args []string) bool { return !long(args, "--help", "--version") && !short(args, "hV") }})
 }
+
+// partedChanges are parted's commands that change a disk (print, unit, align-check and
+// help only look).
+var partedChanges = map[string]bool{"mklabel": true, "mktable": true, "mkpart": true, "mkpartfs": true, "rm": true,
+	"resize": true, "resizepart": true, "rescue": true, "name": true, "set": true, "toggle": true, "disk_set": true,
+	"disk_toggle": true, "move": true, "cp": true, "mkfs": true, "type": true}
 
 // gitDiscard finds a git reset given --hard (any prefix git takes: --har) and a git
 // clean that is not a dry run (-n, --dry-run): clean deletes untracked files, which git

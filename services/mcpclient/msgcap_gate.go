@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,22 +25,31 @@ var errReadGivenUp = errors.New("mcpclient: the stream ended while its message w
 // a bound, many calls answered at once with near-cap messages (one hostile server
 // answering every call so) would take that many times over. A message that passes the
 // floor waits for a slot, its stream unread meanwhile (the server's writes wait, as on
-// any slow reader), and gives it back once the SDK has read it whole. One server holds
-// at most perServer slots, and a message that has not been read whole holdLimit after
-// it got its slot reads on without it: a server that starts a large message and stops
-// sending cannot keep the others' waiting (their pings wait behind a stdio or SSE
-// stream's message).
+// any slow reader), and gives it back once the SDK has read it whole; waiters are served
+// in the order they came. One server has at most perServer messages past the floor
+// being read, and a message that has not been read whole holdLimit after it got its
+// slot gives the slot up (it still counts against its server until it ends): a server
+// that starts a large message and stops sending cannot keep the others' waiting (their
+// pings wait behind a stdio or SSE stream's message).
 type largeReads struct {
 	n         int           // slots
-	perServer int           // slots one server may hold
+	perServer int           // messages one server may have past the floor
 	limit     time.Duration // how long a message keeps its slot
 
 	mu      sync.Mutex
-	holders map[*largeHold]time.Time // since when
-	freed   chan struct{}            // closed, and replaced, when a slot is given back
-	peak    int                      // the most taken at once, for tests
-	waited  int                      // messages that waited for one, for tests
-	evicted int                      // messages that read on past limit without one, for tests
+	holders map[*largeHold]*holding
+	queue   []*largeHold  // waiting, in the order they came
+	freed   chan struct{} // closed, and replaced, when what a waiter waits for may have changed
+	peak    int           // the most slots taken at once, for tests
+	waited  int           // messages that waited for one, for tests
+	evicted int           // messages that gave their slot up past limit, for tests
+}
+
+// holding is a message past the floor: since when it has its slot, or that it gave the
+// slot up (limit) and reads on without it.
+type holding struct {
+	since   time.Time
+	evicted bool
 }
 
 // largeHoldLimit is how long a message keeps its large-read slot (largeReads.limit):
@@ -55,68 +65,127 @@ func newLargeReads(n int) *largeReads {
 		return nil
 	}
 	return &largeReads{n: n, perServer: min(n, largeReadsPerServer), limit: largeHoldLimit,
-		holders: map[*largeHold]time.Time{}, freed: make(chan struct{})}
+		holders: map[*largeHold]*holding{}, freed: make(chan struct{})}
 }
 
-// enter gives h a slot, waiting while every one is taken (or its server's are); false
-// when a or b (either may be nil) is closed first.
+// wake tells the waiters to look again (under mu).
+func (g *largeReads) wake() {
+	close(g.freed)
+	g.freed = make(chan struct{})
+}
+
+// enter gives h a slot, waiting while every one is taken, its server has its share, or
+// a waiter that came before could take the one free; false when a or b (either may be
+// nil) is closed first.
 func (g *largeReads) enter(h *largeHold, a, b <-chan struct{}) bool {
-	counted := false
+	queued := false
+	defer func() {
+		if queued {
+			g.mu.Lock()
+			if i := slices.Index(g.queue, h); i >= 0 {
+				g.queue = slices.Delete(g.queue, i, i+1)
+				g.wake() // the next in line may take what it left
+			}
+			g.mu.Unlock()
+		}
+	}()
 	for {
 		g.mu.Lock()
 		now := time.Now()
-		var next time.Duration // until the next holder's slot runs out
-		mine := 0
-		for o, since := range g.holders {
-			if left := g.limit - now.Sub(since); left <= 0 {
-				delete(g.holders, o) // it reads on without its slot
+		var next time.Duration // until the next slot runs out
+		active := 0
+		for _, st := range g.holders {
+			if st.evicted {
+				continue
+			}
+			if left := g.limit - now.Sub(st.since); left <= 0 {
+				st.evicted = true // it reads on without its slot
 				g.evicted++
-				close(g.freed)
-				g.freed = make(chan struct{})
 			} else {
+				active++
 				if next == 0 || left < next {
 					next = left
 				}
-				if o.server == h.server {
+			}
+		}
+		can := func(w *largeHold) bool {
+			if active >= g.n {
+				return false
+			}
+			mine := 0
+			for o := range g.holders {
+				if o.server == w.server {
 					mine++
 				}
 			}
+			return mine < g.perServer
 		}
-		if len(g.holders) < g.n && mine < g.perServer {
-			g.holders[h] = now
-			g.peak = max(g.peak, len(g.holders))
+		first := can(h)
+		for _, w := range g.queue {
+			if w == h || !first {
+				break
+			}
+			first = !can(w)
+		}
+		if first {
+			g.holders[h] = &holding{since: now}
+			g.peak = max(g.peak, active+1)
+			if queued {
+				g.queue = slices.Delete(g.queue, slices.Index(g.queue, h), slices.Index(g.queue, h)+1)
+				queued = false
+				g.wake() // another slot may be free for the next in line
+			}
 			g.mu.Unlock()
 			return true
 		}
-		if !counted {
+		if !queued {
+			g.queue = append(g.queue, h)
+			queued = true
 			g.waited++
-			counted = true
 		}
 		freed := g.freed
 		g.mu.Unlock()
-		timer := time.NewTimer(next)
+		var timeout <-chan time.Time
+		var timer *time.Timer
+		if next > 0 {
+			timer = time.NewTimer(next)
+			timeout = timer.C
+		}
 		select {
 		case <-freed:
-		case <-timer.C:
+		case <-timeout:
 		case <-a:
-			timer.Stop()
-			return false
 		case <-b:
+		}
+		if timer != nil {
 			timer.Stop()
+		}
+		if isClosed(a) || isClosed(b) {
 			return false
 		}
-		timer.Stop()
 	}
 }
 
-// leave gives back h's slot, if it still has it.
+// isClosed reports whether c (maybe nil) is closed.
+func isClosed(c <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// leave ends h's message: its slot, if it still has one, is free again.
 func (g *largeReads) leave(h *largeHold) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if _, ok := g.holders[h]; ok {
 		delete(g.holders, h)
-		close(g.freed)
-		g.freed = make(chan struct{})
+		g.wake()
 	}
 }
 

@@ -3,6 +3,8 @@ package mcpclient
 import (
 	"testing"
 	"time"
+
+	"github.com/toolwarden/toolwarden/internal/testkit"
 )
 
 // LargeReadsOf is what m's large-read slots saw: the most taken at once, how many are
@@ -11,7 +13,18 @@ func LargeReadsOf(m *Manager) (peak, now, waited int) {
 	g := m.largeReads
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.peak, len(g.holders), g.waited
+	return g.peak, g.active(), g.waited
+}
+
+// active is how many slots are taken (under mu).
+func (g *largeReads) active() int {
+	n := 0
+	for _, st := range g.holders {
+		if !st.evicted {
+			n++
+		}
+	}
+	return n
 }
 
 // LargeReadsEvicted is how many messages of m read on without their slot past its limit.
@@ -38,7 +51,7 @@ func SetLargeHoldLimit(m *Manager, d time.Duration) {
 func (g *largeReads) counts() (now, peak, waited, evicted int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return len(g.holders), g.peak, g.waited, g.evicted
+	return g.active(), g.peak, g.waited, g.evicted
 }
 
 // A wait for a slot ends when the reader is closed or its stream ends; a slot is given
@@ -96,41 +109,83 @@ func TestLargeHold(t *testing.T) {
 }
 
 // A message that keeps its slot past the limit (a server that started a large message
-// and stopped sending) reads on without it, so the next waits no longer; its later
-// drop gives back nothing. One server holds at most two slots, however many are free.
+// and stopped sending) gives it up, so another server's waits no longer; it still counts
+// against its own server until it ends (two at most from one server, however many slots
+// are free). Waiters are served in the order they came.
 func TestLargeHoldLimits(t *testing.T) {
 	t.Parallel()
-	g := newLargeReads(4)
+	g := newLargeReads(2)
 	g.limit = 100 * time.Millisecond
-	a1, a2, a3 := largeHold{g: g, server: "a"}, largeHold{g: g, server: "a"}, largeHold{g: g, server: "a"}
+	a1, a2, a3 := &largeHold{g: g, server: "a"}, &largeHold{g: g, server: "a"}, &largeHold{g: g, server: "a"}
 	if !a1.take(nil, nil) || !a2.take(nil, nil) {
 		t.Fatal("a server's first two readers waited")
 	}
-	other := largeHold{g: g, server: "b"}
-	got := make(chan bool, 1)
-	go func() { got <- other.take(nil, nil) }()
-	if !<-got {
-		t.Fatal("another server's reader did not get a free slot")
-	}
+	got := make(chan string, 4)
+	go func() {
+		if a3.take(nil, nil) {
+			got <- "a3"
+		}
+	}()
+	time.Sleep(20 * time.Millisecond) // a3 waits first
+	b := &largeHold{g: g, server: "b"}
 	start := time.Now()
-	if !a3.take(nil, nil) { // waits until a1's and a2's slots run out
-		t.Fatal("the third reader of a server never got a slot")
+	if !b.take(nil, nil) { // once a1's and a2's slots run out
+		t.Fatal("another server's reader never got a slot")
 	}
 	if waited := time.Since(start); waited < 50*time.Millisecond {
-		t.Errorf("a server's third reader got a slot after %s, while its two others held theirs", waited)
+		t.Errorf("another server's reader got a slot after %s, while two held both", waited)
 	}
-	now, _, _, evicted := g.counts()
-	if evicted < 2 {
-		t.Errorf("%d slots taken back, want a server's two (and maybe the other's)", evicted)
+	select {
+	case who := <-got:
+		t.Fatalf("%s got a slot while its server's two messages had not ended", who)
+	case <-time.After(150 * time.Millisecond):
 	}
 	a1.drop()
-	a2.drop()
-	if after, _, _, _ := g.counts(); after != now {
-		t.Errorf("dropping slots taken back changed the count: %d → %d", now, after)
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a server's third reader got no slot after one of its messages ended")
 	}
+	a2.drop()
+	a2.drop()
 	a3.drop()
-	other.drop()
-	if now, _, _, _ := g.counts(); now != 0 {
-		t.Errorf("%d slots still taken at the end", now)
+	b.drop()
+	if now, peak, _, evicted := g.counts(); now != 0 || evicted < 2 || peak != 2 {
+		t.Errorf("at the end: %d taken, %d gave theirs up, peak %d; want 0, 2 or more, 2", now, evicted, peak)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.holders) != 0 || len(g.queue) != 0 {
+		t.Errorf("at the end: %d holders, %d waiting; want none", len(g.holders), len(g.queue))
+	}
+}
+
+// Waiters get slots in the order they came, whichever is woken first.
+func TestLargeHoldOrder(t *testing.T) {
+	t.Parallel()
+	g := newLargeReads(1)
+	first := &largeHold{g: g, server: "x"}
+	first.take(nil, nil)
+	order := make(chan int, 5)
+	holds := make([]*largeHold, 5)
+	for i := range holds {
+		holds[i] = &largeHold{g: g, server: string(rune('a' + i))}
+		go func() {
+			holds[i].take(nil, nil)
+			order <- i
+		}()
+		testkit.WaitFor(t, 5*time.Second, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == i+1 }, "the reader never waited")
+	}
+	first.drop()
+	for want := range holds {
+		select {
+		case got := <-order:
+			if got != want {
+				t.Fatalf("reader %d got the slot in turn %d", got, want)
+			}
+			holds[got].drop()
+		case <-time.After(5 * time.Second):
+			t.Fatalf("turn %d never came", want)
+		}
 	}
 }
