@@ -1389,11 +1389,12 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 		case !w.changed || len(w.sn.m.Entries) == 0:
 			w.sn.discard()
 		default:
-			w.recordAfter()
+			after := w.afterStates()
 			if serr := w.sn.save(); serr != nil {
 				w.sn.discard()
 				err = &errChanged{fmt.Errorf("%w (part of the write happened, but its snapshot could not be saved: %v)", err, serr)}
 			} else {
+				w.sn.saveAfter(after)
 				err = &errKept{err: err, id: w.sn.m.ID}
 				w.sn.close()
 			}
@@ -1405,10 +1406,11 @@ func (w *write) done(text string, sc map[string]any, err error) (*mcp.CallToolRe
 	}
 	if w.sn != nil {
 		defer w.sn.close()
-		w.recordAfter()
+		after := w.afterStates()
 		if err := w.sn.save(); err != nil {
 			return nil, &errChanged{fmt.Errorf("the write happened, but its snapshot could not be saved: %w", err)}
 		}
+		w.sn.saveAfter(after)
 		sc["snapshotId"] = w.sn.m.ID
 		text += " (snapshot " + w.sn.m.ID + ")"
 	}

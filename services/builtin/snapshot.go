@@ -51,10 +51,10 @@ type snapEntry struct {
 	Size   int64  `json:"size,omitempty"`
 	SHA256 string `json:"sha256,omitempty"`
 	// After is what the write left at the path, as a preview's fingerprint reads it
-	// ("absent" or "sha256:…"; "" for what that does not describe, or a manifest from
-	// before it was recorded): a restore that finds something else there says the path
-	// changed after the write, and where what it replaced is kept.
-	After string `json:"after,omitempty"`
+	// ("absent" or "sha256:…"; "" for what that does not describe, or when it was not
+	// recorded): a restore that finds something else there says the path changed after
+	// the write, and where what it replaced is kept. Kept in afterName, not the manifest.
+	After string `json:"-"`
 }
 
 // fingerprint is what e kept as a preview's fingerprint reads it: "absent", the
@@ -704,6 +704,7 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 	if err != nil {
 		return nil, nil, err
 	}
+	m = withAfter(store, id, m)
 	if err := checkBlobs(store, id, m); err != nil {
 		return nil, nil, err
 	}
@@ -809,20 +810,31 @@ func afterState(ar *os.Root, rel string) string {
 	return fingerprint(&b)
 }
 
-// recordAfter notes in w's snapshot what the write left at each path it kept
-// (snapEntry.After), under the write's edit locks, before the snapshot is saved.
-func (w *write) recordAfter() {
+// afterName is a snapshot's record of what its write left at each path (snapEntry.After),
+// written once the snapshot is saved and without a sync: a restore reads it when it is
+// there and whole, and checks nothing without it. Apart from the manifest, recording it
+// costs the write no durable write, and losing it (a crash, a full disk) costs no undo.
+const afterName = "after.json"
+
+// afterKey is a path's key in afterName.
+func afterKey(area, path string) string { return area + "/" + path }
+
+// afterStates is what the write left at each path its snapshot keeps (snapEntry.After),
+// read under the write's edit locks before the snapshot is saved.
+func (w *write) afterStates() map[string]string {
 	if w.sn == nil {
-		return
+		return nil
 	}
 	roots := map[string]*os.Root{}
 	defer func() {
 		for _, r := range roots {
-			r.Close()
+			if r != nil {
+				r.Close()
+			}
 		}
 	}()
-	for i := range w.sn.m.Entries {
-		e := &w.sn.m.Entries[i]
+	out := map[string]string{}
+	for _, e := range w.sn.m.Entries {
 		ar, ok := roots[e.Area]
 		if !ok {
 			var err error
@@ -834,10 +846,48 @@ func (w *write) recordAfter() {
 		if ar == nil {
 			continue
 		}
-		if after := afterState(ar, e.Path); after != e.After {
-			e.After, w.sn.stale = after, true
+		if after := afterState(ar, e.Path); after != "" {
+			out[afterKey(e.Area, e.Path)] = after
 		}
 	}
+	return out
+}
+
+// saveAfter writes states (afterStates) into the saved snapshot, if it can.
+func (sn *snapshot) saveAfter(states map[string]string) {
+	if len(states) == 0 {
+		return
+	}
+	b, err := json.Marshal(states)
+	if err != nil {
+		return
+	}
+	tmp := filepath.Join(sn.m.ID, afterName+"."+randomID()[:12]+".tmp")
+	if err := sn.store.WriteFile(tmp, b, 0o600); err == nil {
+		err = sn.store.Rename(tmp, filepath.Join(sn.m.ID, afterName))
+		if err == nil {
+			return
+		}
+	}
+	_ = sn.store.Remove(tmp)
+}
+
+// withAfter fills m's entries' After from snapshot id's afterName, when it is there
+// and whole.
+func withAfter(store *os.Root, id string, m snapManifest) snapManifest {
+	b, err := store.ReadFile(filepath.Join(id, afterName))
+	if err != nil {
+		return m
+	}
+	var states map[string]string
+	if json.Unmarshal(b, &states) != nil {
+		return m
+	}
+	m.Entries = slices.Clone(m.Entries)
+	for i, e := range m.Entries {
+		m.Entries[i].After = states[afterKey(e.Area, e.Path)]
+	}
+	return m
 }
 
 // changedSince reports whether what is at e's path now is neither what its write left

@@ -616,4 +616,19 @@ func TestRestoreSaysWhatChangedSince(t *testing.T) {
 	if text := restore("r6", "w5"); strings.Contains(text, "changed after") {
 		t.Errorf("restoring a snapshot a second time: %s", text)
 	}
+	// The record is kept beside the manifest, unsynced: a lost or torn one costs the
+	// check, never the undo.
+	edit("w7", "four", "seven")
+	if err := os.WriteFile(notes, []byte("changed by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.store, "w7", afterName), []byte(`{"torn`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text := restore("r7", "w7"); strings.Contains(text, "changed after") {
+		t.Errorf("a torn record of what the write left: %s", text)
+	}
+	if got := f.read("notes.txt"); got != "one four, and a line a terminal added\n" {
+		t.Errorf("restored with a torn record: %q", got)
+	}
 }
