@@ -38,26 +38,11 @@ func newDurableFixture(t *testing.T) *durableFixture {
 	return &durableFixture{t: t, s: s, root: s.opts.Root, ws: ws, store: filepath.Join(s.opts.Root, snapshotDir)}
 }
 
-// run runs file_operations with args in c1, returning the result's text and whether
-// it is an error.
+// run runs file_operations with args in c1 as call call-1, returning the result's text
+// and whether it is an error.
 func (f *durableFixture) run(args string) (string, bool) {
 	f.t.Helper()
-	op, err := f.s.tools["file_operations"].operation(json.RawMessage(args))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	meta := callmeta.Meta{ConversationID: "c1", CallID: "call-1"}
-	res, err := op.Run(callmeta.With(context.Background(), meta), Call{Meta: meta, Workspace: f.ws}, json.RawMessage(args))
-	if err != nil {
-		return err.Error(), true
-	}
-	text := ""
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text += tc.Text
-		}
-	}
-	return text, res.IsError
+	return f.runAs("call-1", args)
 }
 
 // snap runs a write and returns its snapshot's id.
@@ -536,7 +521,8 @@ func TestRestoreWaitsForAWriteEnding(t *testing.T) {
 	}
 }
 
-// runAs is run as call callID (its snapshot is named after it).
+// runAs runs file_operations with args in c1 as call callID (its snapshot is named
+// after it).
 func (f *durableFixture) runAs(callID, args string) (string, bool) {
 	f.t.Helper()
 	op, err := f.s.tools["file_operations"].operation(json.RawMessage(args))
