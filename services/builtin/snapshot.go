@@ -780,8 +780,12 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		// Put back all the same (the restore was asked for), but said: what it replaced
 		// is kept in the restore's own snapshot, which brings it back.
 		slices.Reverse(since)
+		held := "they"
+		if len(since) == 1 {
+			held = "it"
+		}
 		notes = append(notes, fmt.Sprintf("%s changed after the write this snapshot undoes; what %s held is kept in snapshot %s (restore it to bring that back)",
-			strings.Join(since, ", "), map[bool]string{true: "it", false: "they"}[len(since) == 1], w.sn.m.ID))
+			strings.Join(since, ", "), held, w.sn.m.ID))
 	}
 	err = errors.Join(failed...)
 	if w.sn != nil {

@@ -80,12 +80,9 @@ func (g *largeReads) wake() {
 func (g *largeReads) enter(h *largeHold, a, b <-chan struct{}) bool {
 	queued := false
 	defer func() {
-		if queued {
+		if queued { // gave up waiting: the next in line may take what it left
 			g.mu.Lock()
-			if i := slices.Index(g.queue, h); i >= 0 {
-				g.queue = slices.Delete(g.queue, i, i+1)
-				g.wake() // the next in line may take what it left
-			}
+			g.unqueue(h)
 			g.mu.Unlock()
 		}
 	}()
@@ -130,10 +127,9 @@ func (g *largeReads) enter(h *largeHold, a, b <-chan struct{}) bool {
 		if first {
 			g.holders[h] = &holding{since: now}
 			g.peak = max(g.peak, active+1)
-			if queued {
-				g.queue = slices.Delete(g.queue, slices.Index(g.queue, h), slices.Index(g.queue, h)+1)
+			if queued { // another slot may be free for the next in line
+				g.unqueue(h)
 				queued = false
-				g.wake() // another slot may be free for the next in line
 			}
 			g.mu.Unlock()
 			return true
@@ -163,6 +159,14 @@ func (g *largeReads) enter(h *largeHold, a, b <-chan struct{}) bool {
 		if isClosed(a) || isClosed(b) {
 			return false
 		}
+	}
+}
+
+// unqueue takes h out of the waiters and wakes the others (under mu).
+func (g *largeReads) unqueue(h *largeHold) {
+	if i := slices.Index(g.queue, h); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.wake()
 	}
 }
 

@@ -19,6 +19,26 @@ import (
 	"github.com/toolwarden/toolwarden/services/registry"
 )
 
+// bigServer registers and connects test server name, with the big tool, over kind:
+// stdio, sse, streamable_http or streamable_http_json (its answers JSON bodies).
+func bigServer(t *testing.T, e *env, kind, name string) string {
+	t.Helper()
+	mo := &mcptest.Options{Name: name, Big: true, JSONResponse: kind == "streamable_http_json"}
+	sp := registry.Spec{Name: name, Enabled: true}
+	switch kind {
+	case "stdio":
+		sp.Type = registry.TypeStdio
+		sp.Command, sp.Args, sp.Env = mcptest.StdioCommand(mo, filepath.Join(t.TempDir(), "control"))
+	case "sse":
+		sp.Type, sp.URL = registry.TypeSSE, mcptest.StartHTTP(t, mo).SSEURL()
+	default:
+		sp.Type, sp.URL = registry.TypeStreamableHTTP, mcptest.StartHTTP(t, mo).URL()
+	}
+	sv := e.create(t, sp)
+	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	return sv.ID
+}
+
 // Answers of over 1 MiB are read one at a time here (LargeReads 1), across servers and
 // on each transport. With the slot held, the large answers wait, their streams unread,
 // while small ones pass; once it is given back, each gets its whole answer, and every
@@ -33,20 +53,7 @@ func TestLargeReadsWaitForASlot(t *testing.T) {
 			e := start(t, opts)
 			var ids []string
 			for i := range 3 {
-				mo := &mcptest.Options{Name: fmt.Sprintf("big%d", i), Big: true, JSONResponse: kind == "streamable_http_json"}
-				sp := registry.Spec{Name: mo.Name, Enabled: true}
-				switch kind {
-				case "stdio":
-					sp.Type = registry.TypeStdio
-					sp.Command, sp.Args, sp.Env = mcptest.StdioCommand(mo, filepath.Join(t.TempDir(), "control"))
-				case "sse":
-					sp.Type, sp.URL = registry.TypeSSE, mcptest.StartHTTP(t, mo).SSEURL()
-				default:
-					sp.Type, sp.URL = registry.TypeStreamableHTTP, mcptest.StartHTTP(t, mo).URL()
-				}
-				sv := e.create(t, sp)
-				e.waitStatus(t, sv.ID, registry.StatusConnected)
-				ids = append(ids, sv.ID)
+				ids = append(ids, bigServer(t, e, kind, fmt.Sprintf("big%d", i)))
 			}
 			mcpclient.SetLargeHoldLimit(e.mgr, time.Minute) // the slot held here is not taken back
 			release := mcpclient.HoldLargeRead(e.mgr, "someone else")
@@ -107,19 +114,10 @@ func TestLargeAnswerNotKept(t *testing.T) {
 			opts := fast()
 			opts.MaxMessageBytes = 64 << 20
 			e := start(t, opts)
-			mo := &mcptest.Options{Name: "big", Big: true}
-			sp := registry.Spec{Name: mo.Name, Enabled: true}
-			if kind == "stdio" {
-				sp.Type = registry.TypeStdio
-				sp.Command, sp.Args, sp.Env = mcptest.StdioCommand(mo, filepath.Join(t.TempDir(), "control"))
-			} else {
-				sp.Type, sp.URL = registry.TypeSSE, mcptest.StartHTTP(t, mo).SSEURL()
-			}
-			sv := e.create(t, sp)
-			e.waitStatus(t, sv.ID, registry.StatusConnected)
+			id := bigServer(t, e, kind, "big")
 			call := func(n int) {
 				t.Helper()
-				res, err := e.mgr.CallTool(context.Background(), sv.ID, "big", map[string]any{"bytes": n}, nil)
+				res, err := e.mgr.CallTool(context.Background(), id, "big", map[string]any{"bytes": n}, nil)
 				if err != nil || len(res.Content) != 1 {
 					t.Fatalf("big %d: %v", n, err)
 				}
@@ -150,10 +148,7 @@ func TestLargeReadStalledGivesWay(t *testing.T) {
 	spec, kv := hostileConn(t, hostileStallLarge)
 	hostile := e.create(t, spec)
 	e.waitStatus(t, hostile.ID, registry.StatusConnected)
-	mo := &mcptest.Options{Name: "big", Big: true}
-	cmd, args, env := mcptest.StdioCommand(mo, filepath.Join(t.TempDir(), "control"))
-	sv := e.create(t, registry.Spec{Name: "big", Type: registry.TypeStdio, Command: cmd, Args: args, Env: env, Enabled: true})
-	e.waitStatus(t, sv.ID, registry.StatusConnected)
+	big := bigServer(t, e, "stdio", "big")
 
 	stalled, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -163,7 +158,7 @@ func TestLargeReadStalledGivesWay(t *testing.T) {
 
 	ctx, done := context.WithTimeout(context.Background(), 20*time.Second)
 	defer done()
-	res, err := e.mgr.CallTool(ctx, sv.ID, "big", map[string]any{"bytes": 2 << 20}, nil)
+	res, err := e.mgr.CallTool(ctx, big, "big", map[string]any{"bytes": 2 << 20}, nil)
 	if err != nil {
 		killHostile(t, kv, fmt.Sprintf("a large answer behind a stalled one: %v", err))
 	}
@@ -184,25 +179,23 @@ func TestLargeReadGivenUpKeepsTheSession(t *testing.T) {
 	opts.LargeReads = 1
 	e := start(t, opts)
 	mcpclient.SetLargeHoldLimit(e.mgr, time.Minute)
-	mo := &mcptest.Options{Name: "big", Big: true, JSONResponse: true}
-	sv := e.create(t, registry.Spec{Name: "big", Type: registry.TypeStreamableHTTP, URL: mcptest.StartHTTP(t, mo).URL(), Enabled: true})
-	e.waitStatus(t, sv.ID, registry.StatusConnected)
-	before, err := e.mgr.Session(sv.ID)
+	big := bigServer(t, e, "streamable_http_json", "big")
+	before, err := e.mgr.Session(big)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := mcpclient.HoldLargeRead(e.mgr, "someone else")
 	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if _, err := e.mgr.CallTool(short, sv.ID, "big", map[string]any{"bytes": 3 << 20}, nil); err == nil {
+	if _, err := e.mgr.CallTool(short, big, "big", map[string]any{"bytes": 3 << 20}, nil); err == nil {
 		t.Fatal("a large answer was read while the only slot was held")
 	}
 	time.Sleep(2 * time.Second) // past the read's grace after its call ended
 	release()
-	if _, err := e.mgr.CallTool(context.Background(), sv.ID, "big", map[string]any{"bytes": 1000}, nil); err != nil {
+	if _, err := e.mgr.CallTool(context.Background(), big, "big", map[string]any{"bytes": 1000}, nil); err != nil {
 		t.Fatalf("the next call: %v", err)
 	}
-	if after, err := e.mgr.Session(sv.ID); err != nil || after != before {
+	if after, err := e.mgr.Session(big); err != nil || after != before {
 		t.Errorf("the session was replaced after a read given up (%v)", err)
 	}
 }

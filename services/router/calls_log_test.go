@@ -13,7 +13,7 @@ import (
 // responseForLog builds a large result's log form without encoding it whole; what it
 // keeps, and the length it reports, must be what cutting the whole JSON gives.
 func TestResponseForLogAsTheWholeJSON(t *testing.T) {
-	words := strings.Repeat("lorem ipsum dolor sit amet ", 4000)
+	words := strings.Repeat("line 42: build finished ok\n", 4000)
 	escapes := strings.Repeat("a<b>&c \"q\" back\\slash \n\t\r\b\f \x01 é 😀 \u2028\u2029 ", 3000)
 	token := "ghp_" + strings.Repeat("A1b2C3d4E5", 4)
 	inner, _ := json.Marshal(map[string]any{"password": "hunter2-hunter2", "items": strings.Fields(words)})
@@ -76,7 +76,7 @@ func TestResponseForLogInvalidUTF8(t *testing.T) {
 // The point of building it: a large text is not copied whole into a log form (encoded
 // whole and decoded again, it cost 65 MB of allocations).
 func TestResponseForLogAllocates(t *testing.T) {
-	res := &Result{Content: []Content{{Type: "text", Text: strings.Repeat("lorem ipsum dolor sit amet ", 400000)}}} // 10.8 MB
+	res := &Result{Content: []Content{{Type: "text", Text: strings.Repeat("line 42: build finished ok\n", 400000)}}} // 10.8 MB
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	resp, n := responseForLog(res)
