@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,28 +56,84 @@ func approvalMessage(ex *executions.Execution) string {
 // elicitWhileHeld sends a stateful session's client a URL elicitation for ex and
 // returns what to call once the hold ends, which tells the client the elicitation is
 // complete when ex was decided. The client's answer (it opened the page, or not)
-// changes nothing: the decision is the person's, in the page.
+// changes nothing: the decision is the person's, in the page. Once the client has
+// answered, a later hold of ex in the same session (an agent waiting again with
+// toolwarden__await_execution) does not ask again: an agent looping on the wait would
+// otherwise prompt its person at every hold.
 func (g *Gateway) elicitWhileHeld(ctx context.Context, req *mcp.CallToolRequest, ex *executions.Execution, url string) func(decided bool) {
 	ss := req.Session
 	if ss == nil || ss.ID() == "" || multiRoundTrip(req) || !urlElicitation(req) {
 		return func(bool) {}
 	}
+	key := elicitKey{session: ss.ID(), execution: ex.ID}
+	complete := func(decided bool) {
+		if !decided {
+			return
+		}
+		g.elicited.forget(key)
+		nctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer stop()
+		_ = ss.NotifyElicitationComplete(nctx, &mcp.ElicitationCompleteParams{ElicitationID: ex.ID})
+	}
+	if g.elicited.answered(key) {
+		return complete
+	}
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer cancel()
 		_, err := ss.Elicit(ectx, &mcp.ElicitParams{Mode: "url", URL: url, ElicitationID: ex.ID, Message: approvalMessage(ex)})
-		if err != nil && ectx.Err() == nil {
+		switch {
+		case err == nil:
+			g.elicited.mark(key)
+		case ectx.Err() == nil:
 			g.log.Debug("gateway: the client did not take the approval link", "execution", ex.ID, "err", err)
 		}
 	}()
 	return func(decided bool) {
 		cancel()
-		if decided {
-			nctx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer stop()
-			_ = ss.NotifyElicitationComplete(nctx, &mcp.ElicitationCompleteParams{ElicitationID: ex.ID})
+		complete(decided)
+	}
+}
+
+// elicited are the approval links a stateful session's client has answered, by session
+// and execution, so that each is asked once per session. An entry ends when its
+// execution is decided in a hold, or after elicitedFor (the person is asked again at
+// most that often, and the set stays bounded by what a person may open in that time).
+type elicited struct {
+	mu sync.Mutex
+	at map[elicitKey]time.Time
+}
+
+type elicitKey struct{ session, execution string }
+
+const elicitedFor = time.Hour
+
+func (e *elicited) mark(k elicitKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := time.Now()
+	for old, at := range e.at {
+		if now.Sub(at) > elicitedFor {
+			delete(e.at, old)
 		}
 	}
+	if e.at == nil {
+		e.at = map[elicitKey]time.Time{}
+	}
+	e.at[k] = now
+}
+
+func (e *elicited) answered(k elicitKey) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	at, ok := e.at[k]
+	return ok && time.Since(at) <= elicitedFor
+}
+
+func (e *elicited) forget(k elicitKey) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.at, k)
 }
 
 // retryState is what a requestState binds.

@@ -122,6 +122,8 @@ type Gateway struct {
 	held     held         // the open stateful sessions by user (sessions.go)
 	calls    sessionCalls // the stateful sessions' requests under way (sessioncalls.go)
 	awaits   awaits       // the open toolwarden__await_execution waits by user (hold.go)
+	holding  holding      // the open holds by execution (hold.go)
+	elicited elicited     // the approval links a session's client answered (elicit.go)
 	owed     owed         // the list_changed owed to users whose streams recheck ended (streams.go)
 	// send is the SDK's sending handler, below the gateway's sending middleware: it sends
 	// a notification to one session (sendListChanged).

@@ -63,13 +63,15 @@ func (g *Gateway) ask(ctx context.Context, c *caller, req *mcp.CallToolRequest, 
 // nobody has decided on yet.
 func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest, ex *executions.Execution) (*mcp.CallToolResult, error) {
 	id := ex.ID
+	mark := g.holding.enter(id)
+	defer mark.leave()
 	// Subscribed before the state is read, so no decision falls between the two.
 	sub := g.bus.Subscribe(executions.TopicOf(id))
 	defer func() { sub.Close() }()
 	cur, err := g.exec.Get(ctx, id)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, g.abandoned(c, ex, ctx.Err())
+			return nil, g.abandoned(c, ex, mark, ctx.Err())
 		}
 		return g.unread(ctx, c, req, ex, err), nil
 	}
@@ -90,7 +92,7 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 		}
 		select {
 		case <-ctx.Done():
-			return nil, g.abandoned(c, ex, ctx.Err())
+			return nil, g.abandoned(c, ex, mark, ctx.Err())
 		case <-g.stop.Done():
 			return g.pending(ctx, c, req, ex, "Toolwarden is restarting"), nil
 		case <-deadline.C:
@@ -110,7 +112,7 @@ func (g *Gateway) hold(ctx context.Context, c *caller, req *mcp.CallToolRequest,
 		cur, err = g.exec.Get(ctx, id)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, g.abandoned(c, ex, ctx.Err())
+				return nil, g.abandoned(c, ex, mark, ctx.Err())
 			}
 			return g.unread(ctx, c, req, ex, err), nil
 		}
@@ -163,10 +165,10 @@ func (g *Gateway) waiting(ctx context.Context, req *mcp.CallToolRequest, ex *exe
 }
 
 // abandoned cancels an execution its client stopped waiting for, unless someone
-// decided on it already, and returns the context's error (the SDK answers nothing to
-// a cancelled request).
-func (g *Gateway) abandoned(c *caller, ex *executions.Execution, cause error) error {
-	if g.stop.Err() != nil || ex == nil || ex.Status != executions.AwaitingApproval {
+// decided on it already or another hold of it is still open here (mark is this one's),
+// and returns the context's error (the SDK answers nothing to a cancelled request).
+func (g *Gateway) abandoned(c *caller, ex *executions.Execution, mark *holdMark, cause error) error {
+	if last := mark.leave(); !last || g.stop.Err() != nil || ex == nil || ex.Status != executions.AwaitingApproval {
 		return cause
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(context.Background()), 10*time.Second)
@@ -376,6 +378,47 @@ func (a *awaits) admit(uid string, most int) (release func(), n int, ok bool) {
 			delete(a.byUser, uid)
 		}
 	}, 0, true
+}
+
+// holding counts the open holds of each execution on this replica. An execution may be
+// held by more than one request: the call that asked for it and an await of it (from
+// the same agent, or a second client of the same person); one of them giving up must
+// not withdraw the execution another still waits on, so only the last one does.
+type holding struct {
+	mu   sync.Mutex
+	byID map[string]int
+}
+
+// holdMark is one open hold of an execution.
+type holdMark struct {
+	h    *holding
+	id   string
+	once sync.Once
+	last bool
+}
+
+func (h *holding) enter(id string) *holdMark {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byID == nil {
+		h.byID = map[string]int{}
+	}
+	h.byID[id]++
+	return &holdMark{h: h, id: id}
+}
+
+// leave ends the hold (once, whoever calls it) and reports whether it was the last
+// open hold of its execution: of two holds ending together, exactly one is last.
+func (m *holdMark) leave() bool {
+	m.once.Do(func() {
+		m.h.mu.Lock()
+		defer m.h.mu.Unlock()
+		if m.h.byID[m.id]--; m.h.byID[m.id] <= 0 {
+			delete(m.h.byID, m.id)
+			m.last = true
+		}
+	})
+	return m.last
 }
 
 // listPending is toolwarden__list_pending: the caller's executions waiting for a decision.

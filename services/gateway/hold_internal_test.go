@@ -39,3 +39,28 @@ func TestHoldFor(t *testing.T) {
 		}
 	}
 }
+
+// Of the holds of one execution ending together, exactly one is the last, and a hold
+// left twice (abandoned, then its deferred leave) counts once.
+func TestHoldingLastLeaves(t *testing.T) {
+	var h holding
+	for range 200 {
+		a, b, other := h.enter("x"), h.enter("x"), h.enter("y")
+		lasts := make(chan bool, 2)
+		for _, m := range []*holdMark{a, b} {
+			go func() { lasts <- m.leave() }()
+		}
+		if first, second := <-lasts, <-lasts; first == second {
+			t.Fatalf("two holds left together: last %v and %v", first, second)
+		}
+		if !a.leave() && !b.leave() {
+			t.Fatal("leaving again changed which hold was last")
+		}
+		if !other.leave() {
+			t.Fatal("the only hold of another execution is not its last")
+		}
+	}
+	if len(h.byID) != 0 {
+		t.Fatalf("holds left counted: %v", h.byID)
+	}
+}

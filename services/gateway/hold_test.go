@@ -611,3 +611,124 @@ func TestListPendingPastOtherPlans(t *testing.T) {
 		t.Fatalf("list_pending with 201 newer plans of the API: %q, want it to name %s", text(listed), p.ExecutionID)
 	}
 }
+
+// callHeld is call with the hold asked for in _meta (seconds).
+func callHeld(ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any, hold float64) <-chan callOutcome {
+	out := make(chan callOutcome, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: mcp.Meta{gateway.HoldMeta: hold}})
+		out <- callOutcome{res, err}
+	}()
+	return out
+}
+
+// An execution held by two requests (the call, and an await of it from a second
+// client of the same person) is withdrawn only when both give up: the await given up
+// leaves the call waiting, and its approval returns the result; when the last one goes,
+// the execution is cancelled.
+func TestAwaitGivenUpBesideAHeldCall(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx := context.Background()
+			first, _ := e.client(t, era)
+			second, _ := e.client(t, era)
+			message := "held twice " + era
+			out := call(ctx, first, "ut__echo", map[string]any{"message": message}, "")
+			ex := e.pending(t, "ut__echo")
+
+			actx, cancel := context.WithCancel(ctx)
+			awaited := call(actx, second, gateway.AwaitTool, map[string]any{"execution_id": ex.ID}, "")
+			time.Sleep(300 * time.Millisecond) // the await is held
+			cancel()
+			<-awaited
+			// Were the await's giving up to withdraw the execution, it would within
+			// milliseconds; it must still await approval well after.
+			deadline := time.Now().Add(2 * time.Second)
+			for time.Now().Before(deadline) {
+				cur, err := e.srv.Executions.Get(ctx, ex.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if cur.Status != executions.AwaitingApproval {
+					t.Fatalf("after the await was given up the execution is %s (%s), want still awaiting approval", cur.Status, cur.Reason)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+				t.Fatal(err)
+			}
+			if res := wait(t, out); res.IsError || text(res) != "Echo: "+message {
+				t.Fatalf("the held call: %+v %q", res, text(res))
+			}
+
+			// Both given up: the last one withdraws it.
+			message = "given up twice " + era
+			cctx, cancelCall := context.WithCancel(ctx)
+			out = call(cctx, first, "ut__echo", map[string]any{"message": message}, "")
+			again := e.pending(t, "ut__echo") // the first has run
+			actx, cancel = context.WithCancel(ctx)
+			awaited = call(actx, second, gateway.AwaitTool, map[string]any{"execution_id": again.ID}, "")
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+			cancelCall()
+			<-awaited
+			<-out
+			webtest.WaitFor(t, 10*time.Second, func() bool {
+				cur, err := e.srv.Executions.Get(ctx, again.ID)
+				return err == nil && cur.Status == executions.Cancelled && cur.Reason == "cancelled by the client"
+			}, "the execution both holds gave up was not cancelled")
+		})
+	}
+}
+
+// A stateful session's client that answered the approval link is not asked again when
+// the agent waits again with toolwarden__await_execution; once a person decides, the
+// wait that returns the result tells it the elicitation is complete.
+func TestURLElicitationAskedOncePerSession(t *testing.T) {
+	t.Parallel()
+	e := newHoldEnv(t, nil)
+	ctx := context.Background()
+	cs, urls, complete := e.elicitingClient(t, eras[0], false)
+	res := wait(t, callHeld(ctx, cs, "ut__echo", map[string]any{"message": "asked once"}, 0.5))
+	ex := e.pending(t, "ut__echo")
+	if !res.IsError || !strings.Contains(text(res), gateway.AwaitTool) {
+		t.Fatalf("the first hold's end: %+v %q", res, text(res))
+	}
+	if u := recv(t, "URL elicitation", urls); u != e.srv.URL+"/executions/"+ex.ID {
+		t.Fatalf("the elicitation's URL is %q", u)
+	}
+	for range 2 {
+		if res := wait(t, callHeld(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": ex.ID}, 0.5)); !res.IsError {
+			t.Fatalf("an await before the decision: %q", text(res))
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case u := <-urls:
+		t.Fatalf("asked again to open %q after the client answered", u)
+	default:
+	}
+	out := call(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": ex.ID}, "")
+	time.Sleep(200 * time.Millisecond)
+	if _, err := e.srv.Executions.Confirm(ctx, e.admin, ex.ID, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res := wait(t, out); res.IsError || text(res) != "Echo: asked once" {
+		t.Fatalf("the approved call: %+v %q", res, text(res))
+	}
+	if id := recv(t, "elicitation/complete", complete); id != ex.ID {
+		t.Fatalf("elicitation/complete for %q, want %q", id, ex.ID)
+	}
+
+	// Another session of the same person is asked: the answer was that client's.
+	other, urls2, _ := e.elicitingClient(t, eras[0], false)
+	wait(t, callHeld(ctx, other, "ut__echo", map[string]any{"message": "other session"}, 0.5))
+	next := e.pending(t, "ut__echo")
+	recv(t, "URL elicitation of the second session", urls2)
+	wait(t, callHeld(ctx, cs, gateway.AwaitTool, map[string]any{"execution_id": next.ID}, 0.5))
+	if u := recv(t, "URL elicitation of the first session's await", urls); !strings.HasSuffix(u, next.ID) {
+		t.Fatalf("the first session's await asked to open %q", u)
+	}
+}
