@@ -186,10 +186,13 @@ func (h ExecutionsHandler) executionView(ctx context.Context, ex *executions.Exe
 			// A person who may roll it back reads its arguments whole (as GET …/rollback);
 			// a live fragment that masked some has each page ask for the panel.
 			m := h.masker(executions.RevealsRollbackArgs(viewer))
-			if x.Rollback, err = rollbackView(ctx, m, cur, rp); err != nil {
+			// What an undo step puts back is shown as the plan's diffs are.
+			diffs := executions.RevealsRollbackArgs(viewer) || cur.RevealsBuiltinResults(viewer)
+			var withheld bool
+			if x.Rollback, withheld, err = rollbackView(ctx, m, cur, rp, diffs); err != nil {
 				return x, err
 			}
-			x.Withheld = x.Withheld || viewer == nil && m.masked
+			x.Withheld = x.Withheld || viewer == nil && (m.masked || withheld)
 		}
 	}
 	return x, nil
@@ -441,13 +444,21 @@ func compactJSON(raw json.RawMessage) string {
 	return s
 }
 
-// rollbackView is the RollbackPanel of a failed execution ex.
-func rollbackView(ctx context.Context, m *secretMasker, ex *executions.Execution, rp *executions.RollbackPlan) (*views.ExecutionRollbackPlan, error) {
-	out := &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase, Hash: rp.Hash}
+// rollbackView is the RollbackPanel of a failed execution ex, with what its undo
+// steps change unless diffs is false (withheld: a diff was left out).
+func rollbackView(ctx context.Context, m *secretMasker, ex *executions.Execution, rp *executions.RollbackPlan, diffs bool) (out *views.ExecutionRollbackPlan, withheld bool, err error) {
+	out = &views.ExecutionRollbackPlan{Missing: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase, Hash: rp.Hash}
 	for _, st := range rp.Steps {
 		pv, err := m.previewStep(ctx, 0, st.Prepared, undoSecrets(ex, st))
 		if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		if st.Preview != nil {
+			if diffs {
+				pv.Diff = views.NewDiff(st.Preview.Path, st.Preview.Diff)
+			} else {
+				pv.DiffWithheld, withheld = st.Preview.Path, true
+			}
 		}
 		if st.Undoes != nil {
 			pv.Position = *st.Undoes
@@ -470,7 +481,7 @@ func rollbackView(ctx context.Context, m *secretMasker, ex *executions.Execution
 			out.Nothing = "nothing undoes the steps that ran"
 		}
 	}
-	return out, nil
+	return out, withheld, nil
 }
 
 // decisionToast reports whether ev decides an execution (approved, rejected, cancelled,

@@ -51,7 +51,7 @@ func TestExecutionFileDiffAPI(t *testing.T) {
 }
 
 // A failed plan's rollback panel offers to undo a built-in file write by restoring
-// its snapshot.
+// its snapshot, and shows what the restore puts back.
 func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, &webtest.Options{Builtin: true})
@@ -72,6 +72,14 @@ func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 	i := strings.Index(string(page), `data-testid="rollback-panel"`)
 	if i < 0 || !strings.Contains(string(page[i:]), "restore_snapshot") || strings.Contains(string(page[i:]), `data-testid="rollback-missing"`) {
 		t.Fatalf("the rollback panel does not restore the snapshot:\n%s", page[max(i, 0):])
+	}
+	// It shows what the restore puts back: the file the plan created is removed.
+	panel := string(page[i:])
+	for _, want := range []string{`data-testid="step-diff"`, "made.txt: removed (the write created it)",
+		`<del class="diff-line diff-del"><span class="visually-hidden">removed: </span>-x`} {
+		if !strings.Contains(panel, want) {
+			t.Fatalf("the rollback panel lacks %q:\n%s", want, panel)
+		}
 	}
 }
 

@@ -211,6 +211,10 @@ type previewStep struct {
 	to     target // newPath of a move (toOK: it resolved)
 	toOK   bool
 	keys   [][2]string // the files it names
+	// snapshot and restore: a restore_snapshot's snapshot and the paths it puts back
+	// (preview_restore.go).
+	snapshot string
+	restore  []restorePath
 }
 
 // file is what t holds as the steps so far leave it; nil when it cannot be read as a
@@ -312,6 +316,16 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 	steps := make([]previewStep, len(calls))
 	for i, pc := range calls {
 		st := &steps[i]
+		if id, ok := restoreSnapshotOf(pc); ok {
+			st.op, st.snapshot, st.restore = "restore_snapshot", id, s.restorePathsOf(c, id)
+			for _, rp := range st.restore {
+				st.keys = append(st.keys, [2]string{rp.t.area, rp.t.rel})
+			}
+			for _, k := range st.keys {
+				p.last[k] = i
+			}
+			continue
+		}
 		st.t, st.change, st.op, st.ok = s.fileStep(c, pc)
 		if !st.ok {
 			continue
@@ -336,7 +350,11 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 			return nil, err // a request that ended: each step may read and compare 10 MiB files
 		}
 		st := steps[i]
+		if st.op == "restore_snapshot" {
+			out[i] = p.restoreStep(ctx, c, st)
+		}
 		if !st.ok {
+			p.forget(st, i)
 			continue
 		}
 		if a, err := s.accessOf(ctx, c, st.t); err != nil {
@@ -344,13 +362,18 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 		} else if a == accessOwn || a == accessMine {
 			out[i] = p.step(ctx, c, st, pc.Arguments)
 		}
-		for _, k := range st.keys {
-			if p.last[k] == i {
-				delete(p.files, k)
-			}
-		}
+		p.forget(st, i)
 	}
 	return out, nil
+}
+
+// forget drops the files step i names that no later step does.
+func (p *planPreview) forget(st previewStep, i int) {
+	for _, k := range st.keys {
+		if p.last[k] == i {
+			delete(p.files, k)
+		}
+	}
 }
 
 // step previews one step (nil: it will fail, or cannot be shown) and notes what it
@@ -612,6 +635,13 @@ func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewC
 	}
 	c := Call{Workspace: ws}
 	c.ConversationID = conversation
+	if id, ok := restoreSnapshotOf(pc); ok {
+		paths := s.restorePathsOf(c, id)
+		if len(paths) == 0 {
+			return "", nil // not previewed: the restore says what is wrong when it runs
+		}
+		return restoreFingerprint(s.restoreStates(paths)), nil
+	}
 	t, _, op, ok := s.fileStep(c, pc)
 	if !ok || op == "create_directory" {
 		return "", nil

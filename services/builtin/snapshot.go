@@ -740,6 +740,13 @@ func (s *Server) restore(ctx context.Context, w *write, id string) (restored, no
 		return nil, nil, err
 	}
 	defer unlock()
+	// A step previewed (preview_restore.go) puts back nothing when a path changed since:
+	// the diff approved is no longer what it would do. Checked under the locks.
+	if c.Expect != "" {
+		if changed := s.restoreStale(s.restorePaths(c, m), c.Expect); changed != "" {
+			return nil, nil, fmt.Errorf("stale: %s changed since the plan's preview; nothing was restored", changed)
+		}
+	}
 	var failed []error
 	var dirs []snapEntry
 	var notKept *modeNotKept

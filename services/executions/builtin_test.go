@@ -72,6 +72,30 @@ func TestBuiltinWriteRollback(t *testing.T) {
 			t.Fatalf("an undo step is not restore_snapshot: %s", st.Arguments)
 		}
 	}
+	// Each undo step shows what it puts back, the last write's first.
+	if p := rp.Steps[0].Preview; p == nil || !strings.Contains(p.Diff, "new/: the directory the write created is removed") ||
+		!strings.Contains(p.Diff, "new/b.txt: removed (the write created it)\n") || !strings.Contains(p.Diff, "-bee\n") {
+		t.Fatalf("the preview of undoing the file created: %+v", p)
+	}
+	if p := rp.Steps[1].Preview; p == nil || p.Path != "a.txt" || !strings.Contains(p.Diff, "-BETA\n+beta\n") {
+		t.Fatalf("the preview of undoing the edit: %+v", p)
+	}
+	// The rollback decided is the one shown: a file changed since changes what it
+	// would do, and the decision is refused until the page is read again.
+	changed := []byte("alpha\r\nBETA\n\tgamma ünï\nmore\n")
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), changed, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash, Phrase: rp.Phrase}); err == nil ||
+		!strings.Contains(err.Error(), "not the one you saw") {
+		t.Fatalf("a rollback decided on a preview that no longer holds: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("alpha\r\nBETA\n\tgamma ünï\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if _, again, err := e.svc.PlanRollback(e.ctx, ex.ID); err != nil || again.Hash != rp.Hash {
+		t.Fatalf("the rollback with the file as it was: %v, hash %s, want %s", err, again.Hash, rp.Hash)
+	}
 	// A restore deletes and moves files, so it is high risk: the phrase is typed.
 	if rp.Risk != risk.High || rp.Phrase == "" {
 		t.Fatalf("the rollback's risk: %s %q", rp.Risk, rp.Phrase)
@@ -79,7 +103,11 @@ func TestBuiltinWriteRollback(t *testing.T) {
 	if _, err := e.svc.Rollback(e.ctx, e.admin, ex.ID, executions.RollbackDecision{Hash: rp.Hash, Phrase: rp.Phrase}); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(ex.ID, executions.RolledBack, 20*time.Second)
+	done := e.waitStatus(ex.ID, executions.RolledBack, 20*time.Second)
+	if done.RollbackPlan == nil || len(done.RollbackPlan.Steps) != 2 || done.RollbackPlan.Steps[1].Preview == nil ||
+		done.RollbackPlan.Steps[1].Preview.Fingerprint != rp.Steps[1].Preview.Fingerprint {
+		t.Fatalf("the rollback decided does not keep its previews (each undo step expects them): %+v", done.RollbackPlan)
+	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); !bytes.Equal(b, a) {
 		t.Fatalf("a.txt after the rollback: %q, want %q", b, a)
 	}

@@ -65,17 +65,15 @@ func (s *Service) preview(ctx context.Context, conversation, user string, plan *
 	return nil
 }
 
-// staleFile says how the file step st of ex (about to run) changed since its preview
-// ("" when it did not, or the step has no preview).
+// staleFile says how the file step st of ex (about to run, of the plan or of its
+// rollback) changed since its preview ("" when it did not, or the step has no preview).
 func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string, error) {
-	if s.opts.Previewer == nil || st.Phase != PhaseRun || st.Position >= len(ex.Plan.Steps) {
+	planned := plannedOf(ex, st)
+	if s.opts.Previewer == nil || planned == nil || planned.Preview == nil {
 		return "", nil
 	}
-	want := ex.Plan.Steps[st.Position].Preview
-	if want == nil {
-		return "", nil
-	}
-	got, err := s.opts.Previewer.Fingerprint(ctx, ex.conversation(), PreviewCall{Tool: st.Tool, Arguments: ex.Plan.Steps[st.Position].runArguments()})
+	want := planned.Preview
+	got, err := s.opts.Previewer.Fingerprint(ctx, ex.conversation(), PreviewCall{Tool: st.Tool, Arguments: planned.runArguments()})
 	if err != nil {
 		return "", err
 	}
@@ -96,13 +94,29 @@ func (st PlannedStep) runArguments() json.RawMessage {
 	return st.Arguments
 }
 
-// expectOf is the fingerprint run step st's file must have when it is written (the
+// expectOf is the fingerprint step st's file must have when it is written (the
 // preview's), or "".
 func expectOf(ex *Execution, st Step) string {
-	if st.Phase != PhaseRun || st.Position >= len(ex.Plan.Steps) || ex.Plan.Steps[st.Position].Preview == nil {
-		return ""
+	if planned := plannedOf(ex, st); planned != nil && planned.Preview != nil {
+		return planned.Preview.Fingerprint
 	}
-	return ex.Plan.Steps[st.Position].Preview.Fingerprint
+	return ""
+}
+
+// plannedOf is step st of ex as planned: a step of the plan, or of the rollback as it
+// was decided; nil when there is none.
+func plannedOf(ex *Execution, st Step) *PlannedStep {
+	var steps []PlannedStep
+	switch {
+	case st.Phase == PhaseRun:
+		steps = ex.Plan.Steps
+	case st.Phase == PhaseRollback && ex.RollbackPlan != nil:
+		steps = ex.RollbackPlan.Steps
+	}
+	if st.Position < 0 || st.Position >= len(steps) {
+		return nil
+	}
+	return &steps[st.Position]
 }
 
 // conversation is the conversation the execution's steps run in.

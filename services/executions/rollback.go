@@ -611,7 +611,17 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	}
 	rp.Missing = append(rp.Missing, uncertain...)
 	rp.Problems = e.Err()
+	// What each undo step will change, as a plan's steps show it: a built-in write's
+	// restore shows what it puts back. In the hash, so a rollback decided is the one
+	// shown, and checked again as each undo step runs (staleFile).
+	requester := ""
+	if ex.RequestedBy != nil {
+		requester = *ex.RequestedBy
+	}
 	plan := Plan{Steps: rp.Steps}
+	if err := s.preview(ctx, ex.conversation(), requester, &plan); err != nil {
+		return nil, nil, err
+	}
 	rp.Risk, rp.RiskWhy = plan.Risk()
 	rp.Phrase = plan.Phrase()
 	h, err := plan.Hash()
