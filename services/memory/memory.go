@@ -44,8 +44,8 @@ const (
 // TodosKept is how long a conversation's todo list that nobody changed is kept: on
 // /mcp every client session without a conversation id is a conversation of its own, and
 // nothing lists them for the person to clear, so without it a person would reach
-// MaxPersonTodos for good. A change is an add, a write or a completion (the times a
-// todo keeps); a rename or a move to in-progress alone does not count.
+// MaxPersonTodos for good. A change is an add, a write, a rename or a status change (the
+// times a todo keeps: created_at, done_at, changed_at).
 const TodosKept = 90 * 24 * time.Hour
 
 // The limits as applied (tests lower them).
@@ -393,7 +393,7 @@ func personTodosRoom(ctx context.Context, tx pgx.Tx, o Owner, n int) error {
 		// one), so the refusal says when room comes back on its own.
 		var oldest *time.Time
 		if err := tx.QueryRow(ctx, `/* memory.personTodos.oldest */ SELECT min(changed) FROM (
-			SELECT max(greatest(created_at, done_at)) AS changed FROM todos WHERE user_id = $1 GROUP BY conversation_id) l`,
+			SELECT max(greatest(created_at, done_at, changed_at)) AS changed FROM todos WHERE user_id = $1 GROUP BY conversation_id) l`,
 			o.UserID).Scan(&oldest); err != nil {
 			return fmt.Errorf("memory: the oldest todo list: %w", err)
 		}
@@ -458,7 +458,8 @@ func (s *Service) AddTodo(ctx context.Context, o Owner, title string) (Todo, err
 func updateTodo(ctx context.Context, tx pgx.Tx, o Owner, c TodoChange, field string) (Todo, error) {
 	t, err := scanTodo(tx.QueryRow(ctx, `/* memory.UpdateTodo */ UPDATE todos SET title = coalesce(nullif($4, ''), title),
 			status = coalesce(nullif($5, ''), status),
-			done_at = CASE WHEN coalesce(nullif($5, ''), status) = 'completed' THEN coalesce(done_at, now()) END
+			done_at = CASE WHEN coalesce(nullif($5, ''), status) = 'completed' THEN coalesce(done_at, now()) END,
+			changed_at = clock_timestamp()
 		WHERE id::text = $1 AND user_id = $2 AND conversation_id = $3 RETURNING `+todoColumns,
 		c.ID, o.UserID, o.ConversationID, c.Title, c.Status))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -613,7 +614,7 @@ func (s *Service) Todos(ctx context.Context, o Owner) ([]Todo, error) {
 }
 
 // PruneTodos removes the todo lists of conversations with no change (an add, a write, a
-// completion) for keep, pruneBatch lists a transaction, and returns the todos removed.
+// rename, a status change) for keep, pruneBatch lists a transaction, and returns the todos removed.
 // Each list's lock (lockList) is taken before it is checked again and removed, so a
 // change that commits meanwhile keeps it. Not audited, as the other retention steps
 // (the assistant's conversations, ended grants): the log keeps each list's changes.
@@ -628,7 +629,7 @@ func (s *Service) PruneTodos(ctx context.Context, keep time.Duration) (int64, er
 			rows, err := tx.Query(ctx, `/* memory.PruneTodos.stale */ SELECT user_id, conversation_id,
 					pg_advisory_xact_lock(hashtextextended('todos:' || user_id || ':' || conversation_id, 0))
 				FROM (SELECT user_id, conversation_id FROM todos GROUP BY user_id, conversation_id
-					HAVING max(greatest(created_at, done_at)) < now() - $1::interval
+					HAVING max(greatest(created_at, done_at, changed_at)) < now() - $1::interval
 					ORDER BY user_id, conversation_id LIMIT $2) stale`, keep, pruneBatch)
 			if err != nil {
 				return err
@@ -647,7 +648,7 @@ func (s *Service) PruneTodos(ctx context.Context, keep time.Duration) (int64, er
 			}
 			tag, err := tx.Exec(ctx, `/* memory.PruneTodos */ DELETE FROM todos t USING unnest($1::text[], $2::text[]) AS l(u, c)
 				WHERE t.user_id = l.u AND t.conversation_id = l.c AND NOT EXISTS (SELECT 1 FROM todos r
-					WHERE r.user_id = l.u AND r.conversation_id = l.c AND greatest(r.created_at, r.done_at) >= now() - $3::interval)`,
+					WHERE r.user_id = l.u AND r.conversation_id = l.c AND greatest(r.created_at, r.done_at, r.changed_at) >= now() - $3::interval)`,
 				users, convs, keep)
 			if err != nil {
 				return err

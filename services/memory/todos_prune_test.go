@@ -151,3 +151,43 @@ func TestPruneTodosWaitsForAChange(t *testing.T) {
 		t.Fatalf("the list after the prune: %+v %v", list, err)
 	}
 }
+
+// A list whose items were only renamed or started within TodosKept is in use: the prune
+// keeps it, and the limit's refusal counts those changes for when it goes. Before,
+// only adds, writes and completions counted, and a list being worked on was removed.
+func TestPruneTodosKeepsARenamedList(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.New(t)
+	s := memory.New(pool, nil)
+	user := uuid.NewString()
+	renamed := memory.Owner{UserID: user, ConversationID: "renamed"}
+	started := memory.Owner{UserID: user, ConversationID: "started"}
+	idle := memory.Owner{UserID: user, ConversationID: "idle"}
+	ids := map[string]string{}
+	for _, o := range []memory.Owner{renamed, started, idle} {
+		td, err := s.AddTodo(ctx, o, "old item")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[o.ConversationID] = td.ID
+	}
+	if _, err := pool.Exec(ctx, `UPDATE todos SET created_at = created_at - interval '91 days' WHERE user_id = $1`, user); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTodos(ctx, renamed, []memory.TodoChange{{ID: ids["renamed"], Title: "old item, renamed"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateTodos(ctx, started, []memory.TodoChange{{ID: ids["started"], Status: memory.TodoInProgress}}); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := s.PruneTodos(ctx, memory.TodosKept)
+	if err != nil || removed != 1 {
+		t.Fatalf("prune: removed %d, %v; want only the idle list's item", removed, err)
+	}
+	for _, o := range []memory.Owner{renamed, started} {
+		if list, err := s.Todos(ctx, o); err != nil || len(list) != 1 {
+			t.Errorf("%s: %d todos, %v; a list changed lately was removed", o.ConversationID, len(list), err)
+		}
+	}
+}
