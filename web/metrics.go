@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -8,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/toolwarden/toolwarden/services/executions"
 	"github.com/toolwarden/toolwarden/services/router"
 )
 
@@ -59,14 +61,53 @@ func (c *circuitCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router) *metrics {
+// executionsCollector exports how many executions are in each state that is not done
+// (toolwarden_executions{status}), read from the database when scraped: shared by
+// every replica, so each reports the same figures.
+type executionsCollector struct {
+	svc  *executions.Service
+	desc *prometheus.Desc
+}
+
+func newExecutionsCollector(svc *executions.Service) *executionsCollector {
+	return &executionsCollector{svc: svc, desc: prometheus.NewDesc("toolwarden_executions",
+		"Executions in each state that is not done (planning, awaiting_approval, executing, rolling_back), of every replica.",
+		[]string{"status"}, nil)}
+}
+
+func (c *executionsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// executionsScrapeTimeout bounds the count a scrape waits for: a database that does not
+// answer must not hold the scrape (the metric is then left out of it).
+const executionsScrapeTimeout = 2 * time.Second
+
+func (c *executionsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), executionsScrapeTimeout)
+	defer cancel()
+	counts, err := c.svc.ActiveCounts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, st := range executions.ActiveStatuses {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}
+
+// callBuckets are a tool call's durations, from a quick read to a long command (a
+// terminal command may run an hour; past the last bucket is +Inf).
+var callBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
+
+func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router, execs *executions.Service) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolwarden_http_requests_total", Help: "HTTP requests by method, route and status.",
 	}, []string{"method", "route", "status"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "toolwarden_http_request_duration_seconds", Help: "HTTP request latency by route.",
-		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		// Up to a minute: a call held for a person's approval on /mcp is answered within
+		// the hold (50 s by default).
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"method", "route"})
 	m.wsConns = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "toolwarden_websocket_connections", Help: "Open websocket connections.",
@@ -83,6 +124,24 @@ func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if rt != nil {
 		m.reg.MustRegister(newCircuitCollector(rt))
+		calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolwarden_tool_calls_total",
+			Help: "Tool calls by server and outcome: success, tool_error (the tool's own error result), or the code the call was refused or failed with.",
+		}, []string{"server", "outcome"})
+		took := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "toolwarden_tool_call_duration_seconds", Help: "Duration of the tool calls their server saw, by server.",
+			Buckets: callBuckets,
+		}, []string{"server"})
+		m.reg.MustRegister(calls, took)
+		rt.ObserveCalls(func(o router.CallObservation) {
+			calls.WithLabelValues(o.Server, o.Outcome).Inc()
+			if o.Ran {
+				took.WithLabelValues(o.Server).Observe(o.Seconds)
+			}
+		})
+	}
+	if execs != nil {
+		m.reg.MustRegister(newExecutionsCollector(execs))
 	}
 	return m
 }

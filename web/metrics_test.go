@@ -114,3 +114,70 @@ func TestMetricsMethodLabelBounded(t *testing.T) {
 		t.Errorf("no method=\"OTHER\" series after 50 requests of unknown methods: %v", seen)
 	}
 }
+
+// /metrics counts tool calls by server and outcome (a success, the tool's own error
+// result, a refusal by its code), times the calls their server saw, and says how many
+// executions wait for approval. A call naming no tool is not counted: its name is the
+// caller's, and would make a series of its own.
+func TestMetricsToolCalls(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	liveServer(t, srv, "mt", true, "echo", "fail")
+	liveServer(t, srv, "un", false, "echo") // untrusted: its echo is MEDIUM
+	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
+	for range 3 {
+		api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, nil)
+	}
+	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__fail"), map[string]any{"risk": "low"}, 200, nil)
+	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}}, 200, nil)
+	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "un__echo", "arguments": map[string]any{"message": "m"}}); status != 403 {
+		t.Fatalf("un__echo without approval: %d %s", status, raw)
+	}
+	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": 5}}); status != 400 {
+		t.Fatalf("mt__echo with a number: %d %s", status, raw)
+	}
+	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "zz-made-up__x", "arguments": map[string]any{}}); status != 404 {
+		t.Fatalf("a tool that does not exist: %d %s", status, raw)
+	}
+	var ex apiExec
+	api.json(http.MethodPost, "/api/v1/executions", plan(step("un__echo", map[string]any{"message": "m"})), 201, &ex)
+
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+svToken(t, srv, "admin"))
+	res, err := srv.Client(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	body := string(b)
+	for _, want := range []string{
+		`toolwarden_tool_calls_total{outcome="success",server="mt"} 3`,
+		`toolwarden_tool_calls_total{outcome="tool_error",server="mt"} 1`,
+		`toolwarden_tool_calls_total{outcome="invalid_arguments",server="mt"} 1`,
+		`toolwarden_tool_call_duration_seconds_count{server="mt"} 4`,
+		`toolwarden_executions{status="awaiting_approval"} 1`,
+		`toolwarden_executions{status="executing"} 0`,
+		`toolwarden_http_request_duration_seconds_bucket{method="POST",route="/api/v1/tools/call",le="60"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if !regexp.MustCompile(`toolwarden_tool_calls_total\{outcome="(forbidden|approval_required)",server="un"\} 1`).MatchString(body) {
+		t.Errorf("/metrics does not count the refused MEDIUM call:\n%s", grepLines(body, "toolwarden_tool_calls_total"))
+	}
+	if strings.Contains(body, "zz-made-up") {
+		t.Error("/metrics has a series for a tool name that names no tool")
+	}
+}
+
+func grepLines(s, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/toolwarden/toolwarden/internal/textcheck"
 	"github.com/toolwarden/toolwarden/internal/uuidtext"
 	"github.com/toolwarden/toolwarden/services/db"
@@ -147,6 +149,35 @@ func (s *Service) AwaitingCount(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("executions: count awaiting: %w", err)
 	}
 	return n, nil
+}
+
+// ActiveStatuses are the states an execution is not done in.
+var ActiveStatuses = []Status{Planning, AwaitingApproval, Executing, RollingBack}
+
+// ActiveCounts is how many executions are in each of ActiveStatuses (the metrics).
+func (s *Service) ActiveCounts(ctx context.Context) (map[Status]int64, error) {
+	names := make([]string, len(ActiveStatuses))
+	for i, st := range ActiveStatuses {
+		names[i] = string(st)
+	}
+	rows, err := s.pool.Query(ctx, `/* executions.ActiveCounts */
+		SELECT status, count(*) FROM executions WHERE status = ANY($1) GROUP BY status`, names)
+	if err != nil {
+		return nil, fmt.Errorf("executions: count active: %w", err)
+	}
+	out := make(map[Status]int64, len(ActiveStatuses))
+	for _, st := range ActiveStatuses {
+		out[st] = 0
+	}
+	var st string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&st, &n}, func() error {
+		out[Status(st)] = n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("executions: count active: %w", err)
+	}
+	return out, nil
 }
 
 func statusList() string {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -198,11 +199,14 @@ func (cr *callRecord) refused(ctx context.Context, err error) error {
 	}
 	e.CallID = cr.id
 	if e.Code == CodeRateLimited {
+		cr.observe(e.Code, false, 0)
 		return err // a flood of refusals must not become a flood of writes
 	}
 	if rl := cr.charge(e); rl != nil {
+		cr.observe(rl.Code, false, 0)
 		return rl
 	}
+	cr.observe(e.Code, false, 0)
 	errJSON, _ := json.Marshal(map[string]any{"code": e.Code, "message": e.Message, "details": e.Details})
 	j := &job{usage: []usage.Entry{cr.usageEntry(false, e.Code, nil, errJSON, 0, false)}, commit: cr.commit()}
 	if refusedAudited[e.Code] || cr.auditRefusal {
@@ -247,6 +251,13 @@ func (cr *callRecord) charge(e *Error) *Error {
 		wait.Round(time.Millisecond), e.Message)
 	rl.RetryAfter, rl.CallID = wait, cr.id
 	return rl
+}
+
+// observe tells the router's observer how the call ended (ObserveCalls).
+func (cr *callRecord) observe(outcome string, ran bool, seconds float64) {
+	if fn := cr.r.observer.Load(); fn != nil {
+		(*fn)(CallObservation{Server: cr.e.t.Server, Outcome: outcome, Ran: ran, Seconds: seconds})
+	}
 }
 
 // submitted logs a record of the call that could not be queued: the router had
@@ -326,7 +337,9 @@ func (cr *callRecord) failed(err error) error {
 		e = errorOf(CodeUpstream, registry.ClipError(err.Error())).ran()
 	}
 	e.CallID = cr.id
-	d := ms(time.Since(cr.start))
+	elapsed := time.Since(cr.start)
+	cr.observe(e.Code, e.Ran, elapsed.Seconds())
+	d := ms(elapsed)
 	// Shown to others (the execution's log, the tool's last error): what looks like a
 	// credential is masked, as in the audit row; the caller gets e as it is.
 	shown := usage.RedactText(e.Message)
@@ -404,6 +417,7 @@ func (cr *callRecord) completed(res *Result) {
 		code = "tool_error"
 		audits = []audit.Entry{cr.failure(code, p.Summary, res.DurationMS)}
 	}
+	cr.observe(cmp.Or(code, "success"), true, res.DurationMS/1000)
 	cr.submitted(cr.r.rec.submit(context.Background(), &job{usage: []usage.Entry{cr.usageEntry(!res.IsError, code, resp, nil, respCut, true)},
 		audits: audits, drafts: drafts(cr, events.ToolCompleted, p), touch: cr.touch(), at: time.Now(), commit: cr.commit()}, false), "completed")
 }

@@ -156,6 +156,8 @@ type Router struct {
 	idle     chan struct{}
 	// withheld counts the refusals not recorded one by one since Run last logged them.
 	withheld atomic.Int64
+	// observer is told of each call's outcome (ObserveCalls).
+	observer atomic.Pointer[func(CallObservation)]
 
 	mu      sync.Mutex
 	runtime map[string]*Runtime // tool id → live state
@@ -163,6 +165,27 @@ type Router struct {
 
 	hmu     sync.Mutex
 	changed map[*func()]struct{} // OnChange's callbacks
+}
+
+// CallObservation is how a call to a known tool ended, for the metrics: its server, its
+// outcome ("success", "tool_error" for a tool's own error result, or the code it was
+// refused or failed with), and, when its server saw it, how long it took.
+type CallObservation struct {
+	Server  string
+	Outcome string
+	Ran     bool
+	Seconds float64
+}
+
+// ObserveCalls has fn told of every call to a known tool as it ends, on the call's own
+// goroutine (fn must be quick); nil stops it. A call naming no tool is not observed:
+// names are the caller's, and would make any number of series.
+func (r *Router) ObserveCalls(fn func(CallObservation)) {
+	if fn == nil {
+		r.observer.Store(nil)
+		return
+	}
+	r.observer.Store(&fn)
 }
 
 // OnChange calls fn after each change that can alter how a call resolves or who may
