@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,13 +35,20 @@ const (
 	hostileCompleteInit = "complete-init" // sends completion/complete instead of answering initialize
 	hostileTwice        = "twice"         // lists echo once, then (after its first call) twice with different definitions
 	hostileStallLarge   = "stall-large"   // answers a call with the first 2 MiB of a result and then sends nothing more
+	hostileLinger       = "linger"        // ignores SIGTERM and stays 30 s after its standard input closes
 )
 
 const hostileComplete = `{"jsonrpc":"2.0","id":"x","method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"a"},"argument":{"name":"a","value":"b"}}}`
 
 func init() {
 	if mode := os.Getenv(envHostile); mode != "" {
+		if mode == hostileLinger {
+			signal.Ignore(syscall.SIGTERM)
+		}
 		hostileServe(mode, os.Stdin, os.Stdout, os.Stderr)
+		if mode == hostileLinger {
+			time.Sleep(30 * time.Second)
+		}
 		os.Exit(0)
 	}
 }
@@ -240,4 +248,23 @@ func TestCallOfToolListedWithDifferentDefinitions(t *testing.T) {
 	if !de.Listed || !de.Differing || !strings.Contains(de.Error(), "lists the tool more than once, with different definitions") {
 		t.Fatalf("refusal: %+v %q, want it to say the session lists echo twice with different definitions", de, de.Error())
 	}
+}
+
+// A connection test answers once it knows, and stops the server after: a server that
+// takes its time to stop (it ignores SIGTERM and lingers after its input closes) is
+// still running when the result is given, and stopped (killed) after it.
+func TestConnectionTestAnswersBeforeTheServerStops(t *testing.T) {
+	t.Parallel()
+	e := start(t, nil)
+	spec, kv := hostileConn(t, hostileLinger)
+	cfg := registry.Connection{Name: spec.Name, Type: spec.Type, Command: spec.Command, Env: spec.Env, Timeout: 10 * time.Second}
+	res := e.mgr.Test(context.Background(), cfg)
+	if !res.OK || res.ToolCount != 1 {
+		t.Fatalf("connection test: ok %v, %d tools, error %q", res.OK, res.ToolCount, res.Error)
+	}
+	if len(processesWith(t, kv)) == 0 {
+		t.Fatal("the server had stopped before the result was given: the test waited for its stop")
+	}
+	testkit.WaitFor(t, 30*time.Second, func() bool { return len(processesWith(t, kv)) == 0 },
+		"the server of a connection test was never stopped after its result")
 }

@@ -58,7 +58,19 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	if err != nil {
 		return TestResult{Error: err.Error()}
 	}
-	defer release()
+	// The session is closed after the result is given (a stdio server may take seconds
+	// to stop), still holding the test's slot: the person waits at most the bound.
+	var s *session
+	defer func() {
+		if s == nil {
+			release()
+			return
+		}
+		go func() {
+			defer release()
+			s.close()
+		}()
+	}()
 	bound := m.opts.TestTimeout
 	if cfg.Timeout > 0 && cfg.Timeout < bound {
 		bound = cfg.Timeout
@@ -105,8 +117,7 @@ func (m *Manager) test(ctx context.Context, cfg registry.Connection, step func(s
 	if err != nil {
 		return fail(err)
 	}
-	s := &session{cs: cs, ep: ep, cancel: cancel}
-	defer s.close()
+	s = &session{cs: cs, ep: ep, cancel: cancel}
 	res.ConnectMS = ms(time.Since(start))
 	res.Info = *serverInfo(cs, maskerOf(cfg))
 	step(StepPinging)
