@@ -340,6 +340,15 @@ type apiRollbackStep struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Risk      string          `json:"risk"`
 	Undoes    *int            `json:"undoes,omitempty"`
+	// Preview is what the step changes (a built-in write's restore: the diff of what it
+	// puts back), for those the page shows it to.
+	Preview *apiStepPreview `json:"preview,omitempty"`
+}
+
+// apiStepPreview is a step's preview as the API shows it.
+type apiStepPreview struct {
+	Path string `json:"path"`
+	Diff string `json:"diff"`
 }
 
 // APIRollbackPlan shows what a rollback of a failed execution would run, without running it.
@@ -350,14 +359,20 @@ func (h ExecutionsHandler) APIRollbackPlan(c echo.Context) error {
 	}
 	out := apiRollbackPlan{Steps: []apiRollbackStep{}, NotUndone: rp.Missing, Risk: string(rp.Risk), RiskWhy: rp.RiskWhy, Phrase: rp.Phrase,
 		Hash: rp.Hash}
-	m := h.masker(executions.RevealsRollbackArgs(PrincipalOf(c)))
+	p := PrincipalOf(c)
+	m := h.masker(executions.RevealsRollbackArgs(p))
+	diffs := executions.RevealsRollbackArgs(p) || ex.RevealsBuiltinResults(p) // as the page shows them
 	for _, st := range rp.Steps {
 		// The arguments as given, what is secret masked but to a person who may roll back.
 		args, err := m.Mask(c.Request().Context(), st.ToolID, st.Tool, undoSecrets(ex, st), st.Arguments)
 		if err != nil {
 			return err
 		}
-		out.Steps = append(out.Steps, apiRollbackStep{Tool: st.Tool, Arguments: args, Risk: string(st.Risk.Level), Undoes: st.Undoes})
+		step := apiRollbackStep{Tool: st.Tool, Arguments: args, Risk: string(st.Risk.Level), Undoes: st.Undoes}
+		if st.Preview != nil && diffs {
+			step.Preview = &apiStepPreview{Path: st.Preview.Path, Diff: st.Preview.Diff}
+		}
+		out.Steps = append(out.Steps, step)
 	}
 	var ve *verr.Error
 	if rp.Problems != nil && errors.As(rp.Problems, &ve) {

@@ -81,6 +81,18 @@ func TestRollbackPanelRestoresSnapshot(t *testing.T) {
 			t.Fatalf("the rollback panel lacks %q:\n%s", want, panel)
 		}
 	}
+	// The API shows it too, with the hash that binds it.
+	var rb struct {
+		Steps []struct {
+			Preview *struct{ Path, Diff string } `json:"preview"`
+		} `json:"steps"`
+		Hash string `json:"rollback_hash"`
+	}
+	admin.json(http.MethodGet, "/api/v1/executions/"+ex.ID+"/rollback", nil, 200, &rb)
+	if len(rb.Steps) != 1 || rb.Steps[0].Preview == nil || rb.Steps[0].Preview.Path != "made.txt" ||
+		!strings.Contains(rb.Steps[0].Preview.Diff, "-x") || rb.Hash == "" {
+		t.Fatalf("GET …/rollback: %+v", rb)
+	}
 }
 
 // The page of file_operations says that its reads run without asking while nobody

@@ -640,7 +640,7 @@ func (s *Server) Fingerprint(_ context.Context, conversation string, pc PreviewC
 		if len(paths) == 0 {
 			return "", nil // not previewed: the restore says what is wrong when it runs
 		}
-		return restoreFingerprint(s.restoreStates(paths)), nil
+		return restoreFingerprint(paths, s.restoreStates(paths)), nil
 	}
 	t, _, op, ok := s.fileStep(c, pc)
 	if !ok || op == "create_directory" {

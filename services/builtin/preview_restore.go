@@ -17,8 +17,10 @@ import (
 // file will be set back to. Its fingerprint is the state of every path it restores, and
 // the restore, run with it expected, refuses to put anything back when one changed.
 
-// restorePrefix starts a restore's fingerprint: "restore <state> <state>…", one state
-// per path in restorePaths' order ("absent", "sha256:…", or otherStateFP).
+// restorePrefix starts a restore's fingerprint: "restore " and a JSON list of each path
+// it puts back (area/path) with its state ("absent", "sha256:…", or otherStateFP).
+// Compared path by path, so a snapshot whose crashed write is finished by the restore
+// (which drops the paths the write never changed) is checked on the paths it restores.
 const restorePrefix = "restore"
 
 // otherStateFP is a restore path's state when it holds something a fingerprint does not
@@ -87,9 +89,14 @@ func (s *Server) restorePaths(c Call, m snapManifest) []restorePath {
 	return out
 }
 
-// restoreFingerprint joins the states of a restore's paths.
-func restoreFingerprint(states []string) string {
-	return restorePrefix + " " + strings.Join(states, " ")
+// restoreFingerprint is the fingerprint of a restore of paths whose states are states.
+func restoreFingerprint(paths []restorePath, states []string) string {
+	pairs := make([][2]string, len(paths))
+	for i, rp := range paths {
+		pairs[i] = [2]string{afterKey(rp.e.Area, rp.e.Path), states[i]}
+	}
+	b, _ := json.Marshal(pairs)
+	return restorePrefix + " " + string(b)
 }
 
 // restoreStates is the state of each of paths now, as a restore's fingerprint has them.
@@ -106,16 +113,20 @@ func (s *Server) restoreStates(paths []restorePath) []string {
 	return states
 }
 
-// restoreStale says which of paths changed since a preview whose fingerprint is want
-// ("" when none did, or want is not a restore's).
+// restoreStale says which of paths changed since a preview whose fingerprint is want,
+// or were not in it ("" when none).
 func (s *Server) restoreStale(paths []restorePath, want string) string {
-	wantStates := strings.Fields(strings.TrimPrefix(want, restorePrefix))
-	if !strings.HasPrefix(want, restorePrefix+" ") || len(wantStates) != len(paths) {
-		return "the snapshot's paths" // not this snapshot's preview: nothing is known to match
+	var pairs [][2]string
+	if body, ok := strings.CutPrefix(want, restorePrefix+" "); !ok || json.Unmarshal([]byte(body), &pairs) != nil {
+		return "the snapshot's paths" // not a restore's preview: nothing is known to match
+	}
+	was := make(map[string]string, len(pairs))
+	for _, p := range pairs {
+		was[p[0]] = p[1]
 	}
 	var changed []string
 	for i, st := range s.restoreStates(paths) {
-		if st != wantStates[i] {
+		if prev, ok := was[afterKey(paths[i].e.Area, paths[i].e.Path)]; !ok || st != prev {
 			changed = append(changed, paths[i].t.shown)
 		}
 	}
@@ -124,11 +135,21 @@ func (s *Server) restoreStale(paths []restorePath, want string) string {
 
 // restoreStep previews a restore of snapshot st.snapshot: nil when the snapshot cannot be
 // read, the caller may not read one of its paths, or what an earlier step leaves at one
-// is unknown.
+// is unknown. Later steps on its paths are previewed against what it puts back, or,
+// when it is not previewed, not at all (what it leaves is unknown).
 func (p *planPreview) restoreStep(ctx context.Context, c Call, st previewStep) *FilePreview {
 	if len(st.restore) == 0 {
 		return nil
 	}
+	left := make([]*previewFile, len(st.restore)) // what the restore leaves at each path
+	defer func() {
+		for i, rp := range st.restore {
+			if left[i] == nil {
+				left[i] = &previewFile{} // unknown: a directory, a symlink, or not previewed
+			}
+			p.files[[2]string{rp.t.area, rp.t.rel}] = left[i]
+		}
+	}()
 	for _, rp := range st.restore {
 		if a, err := p.s.accessOf(ctx, c, rp.t); err != nil || a != accessOwn && a != accessMine {
 			return nil // the preview shows content
@@ -142,6 +163,7 @@ func (p *planPreview) restoreStep(ctx context.Context, c Call, st previewStep) *
 	states := make([]string, len(st.restore))
 	var diff strings.Builder
 	shown := make([]string, len(st.restore))
+	kept := make([]*previewFile, len(st.restore))
 	for i, rp := range st.restore {
 		shown[i] = rp.t.shown
 		cur := p.file(rp.t)
@@ -150,17 +172,15 @@ func (p *planPreview) restoreStep(ctx context.Context, c Call, st previewStep) *
 		} else if states[i] = cur.fingerprint(); states[i] == "" {
 			return nil // what an earlier step leaves is unknown
 		}
-		kept := p.keptFile(store, st.snapshot, rp.e)
-		diff.WriteString(p.restoreDiff(rp, cur, kept))
-		key := [2]string{rp.t.area, rp.t.rel}
-		switch {
-		case kept != nil:
-			p.files[key] = kept
-		default:
-			p.files[key] = &previewFile{} // a directory or a symlink: unknown to later steps
+		kept[i] = p.keptFile(store, st.snapshot, rp.e)
+		text, leaves := p.restoreDiff(rp, cur, kept[i])
+		diff.WriteString(text)
+		if leaves {
+			kept[i] = cur // left as it is
 		}
 	}
-	return &FilePreview{Path: strings.Join(shown, ", "), Fingerprint: restoreFingerprint(states), Diff: bounded(diff.String())}
+	copy(left, kept)
+	return &FilePreview{Path: strings.Join(shown, ", "), Fingerprint: restoreFingerprint(st.restore, states), Diff: bounded(diff.String())}
 }
 
 // keptFile is what entry e of snapshot id puts back as a preview file: absent, or a
@@ -193,63 +213,107 @@ func (p *planPreview) keptFile(store *os.Root, id string, e snapEntry) *previewF
 }
 
 // restoreDiff is what restoring rp changes: the diff of a file, or a line for what a
-// diff does not show (a directory, a symlink, what is there now when it is not a file).
-func (p *planPreview) restoreDiff(rp restorePath, cur, kept *previewFile) string {
+// diff does not show (a directory, a symlink, what is there now when it is not a file, a
+// mode put back); leaves reports a path the restore will leave as it is.
+func (p *planPreview) restoreDiff(rp restorePath, cur, kept *previewFile) (text string, leaves bool) {
 	shown, e := rp.t.shown, rp.e
+	now := p.s.lookAt(rp.t)
+	if now.tooBig {
+		// restoreEntry cannot keep it first, so it leaves it (restoring could not be undone).
+		return fmt.Sprintf("%s: left as it is: it is now larger than the %d MiB a snapshot keeps, so restoring it could not be undone\n",
+			shown, maxFileBytes>>20), true
+	}
 	if cur == nil {
-		now := p.s.describeAt(rp.t)
 		switch {
 		case !e.Existed:
-			if now == "a directory" {
-				return fmt.Sprintf("%s/: the directory the write created is removed (left if it holds files made since)\n", shown)
+			if now.dir {
+				return fmt.Sprintf("%s/: the directory the write created is removed (left if it holds files made since)\n", shown), false
 			}
-			return fmt.Sprintf("%s: %s, which the write made, is removed\n", shown, now)
+			return fmt.Sprintf("%s: %s, which the write made, is removed\n", shown, now.what), false
 		case e.Dir:
-			if now == "a directory" {
-				return "" // it stays a directory (its mode is set back)
+			if now.dir {
+				return p.modeLine(shown, e, now), false // it stays a directory
 			}
-			return fmt.Sprintf("%s: %s is replaced by the directory that was there\n", shown, now)
+			return fmt.Sprintf("%s: %s is replaced by the directory that was there\n", shown, now.what), false
 		case e.Link != "":
-			return fmt.Sprintf("%s: %s is replaced by the symlink to %s that was there\n", shown, now, e.Link)
+			return fmt.Sprintf("%s: %s is replaced by the symlink to %s that was there\n", shown, now.what, e.Link), false
 		}
-		return fmt.Sprintf("%s: %s is replaced by the file that was there (%d bytes)\n", shown, now, e.Size)
+		return fmt.Sprintf("%s: %s is replaced by the file that was there (%d bytes)\n", shown, now.what, e.Size), false
 	}
 	switch {
 	case kept == nil && e.Dir:
-		return fmt.Sprintf("%s/: the directory that was there is put back\n", shown)
+		return fmt.Sprintf("%s/: the directory that was there is put back\n", shown), false
 	case kept == nil && e.Link != "":
-		return fmt.Sprintf("%s: the symlink to %s that was there is put back\n", shown, e.Link)
+		return fmt.Sprintf("%s: the symlink to %s that was there is put back\n", shown, e.Link), false
 	case kept == nil:
-		return fmt.Sprintf("%s: the snapshot's copy cannot be read for a preview\n", shown)
+		return fmt.Sprintf("%s: the snapshot's copy cannot be read for a preview\n", shown), false
 	case cur.absent && kept.absent:
-		return ""
+		return "", false
 	case cur.absent:
-		return fmt.Sprintf("%s: put back (it was deleted since)\n", shown) + p.diff(shown, cur, kept)
+		return fmt.Sprintf("%s: put back (it was deleted since)\n", shown) + p.diff(shown, cur, kept), false
 	case kept.absent:
-		return fmt.Sprintf("%s: removed (the write created it)\n", shown) + p.diff(shown, cur, kept)
+		return fmt.Sprintf("%s: removed (the write created it)\n", shown) + p.diff(shown, cur, kept), false
 	}
-	return p.diff(shown, cur, kept)
+	return p.modeLine(shown, e, now) + p.diff(shown, cur, kept), false
 }
 
-// describeAt says what is at t when it is not a file a preview reads.
-func (s *Server) describeAt(t target) string {
+// modeLine says that a restore sets e's mode back, when it differs from now's.
+func (p *planPreview) modeLine(shown string, e snapEntry, now pathState) string {
+	if e.Mode == 0 || !now.exists || now.mode&keptMode == e.Mode {
+		return ""
+	}
+	return fmt.Sprintf("%s: mode %04o put back (it is %04o now)\n", shown, uint32(e.Mode.Perm())|specialBits(e.Mode), uint32(now.mode.Perm())|specialBits(now.mode))
+}
+
+// specialBits are the setuid, setgid and sticky bits of m in chmod's octal.
+func specialBits(m fs.FileMode) uint32 {
+	var b uint32
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}
+
+// pathState is what lookAt found at a path.
+type pathState struct {
+	exists, dir bool
+	// tooBig: a regular file larger than a snapshot keeps (a restore leaves it).
+	tooBig bool
+	mode   fs.FileMode
+	what   string // as a sentence names it: "a directory", "a file of 12 bytes"
+}
+
+// lookAt says what is at t, without following a symlink.
+func (s *Server) lookAt(t target) pathState {
 	ar, err := s.openArea(t.area)
 	if err != nil {
-		return "what is there"
+		return pathState{what: "what is there"}
 	}
 	defer ar.Close()
 	fi, err := ar.Lstat(t.rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "nothing" // cannot be: a preview reads an absent path
+		return pathState{what: "nothing"}
 	case err != nil:
-		return "what is there"
-	case fi.IsDir():
-		return "a directory"
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return "a symlink"
-	case fi.Mode().IsRegular():
-		return fmt.Sprintf("a file of %d bytes", fi.Size())
+		return pathState{what: "what is there"}
 	}
-	return "a special file"
+	st := pathState{exists: true, dir: fi.IsDir(), mode: fi.Mode()}
+	switch {
+	case fi.IsDir():
+		st.what = "a directory"
+	case fi.Mode()&fs.ModeSymlink != 0:
+		st.what = "a symlink"
+	case fi.Mode().IsRegular():
+		st.what = fmt.Sprintf("a file of %d bytes", fi.Size())
+		st.tooBig = fi.Size() > maxFileBytes
+	default:
+		st.what = "a special file"
+	}
+	return st
 }

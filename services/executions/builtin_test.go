@@ -106,7 +106,7 @@ func TestBuiltinWriteRollback(t *testing.T) {
 	done := e.waitStatus(ex.ID, executions.RolledBack, 20*time.Second)
 	if done.RollbackPlan == nil || len(done.RollbackPlan.Steps) != 2 || done.RollbackPlan.Steps[1].Preview == nil ||
 		done.RollbackPlan.Steps[1].Preview.Fingerprint != rp.Steps[1].Preview.Fingerprint {
-		t.Fatalf("the rollback decided does not keep its previews (each undo step expects them): %+v", done.RollbackPlan)
+		t.Fatalf("the rollback decided does not keep the previews it was decided on: %+v", done.RollbackPlan)
 	}
 	if b, _ := os.ReadFile(filepath.Join(ws, "a.txt")); !bytes.Equal(b, a) {
 		t.Fatalf("a.txt after the rollback: %q, want %q", b, a)

@@ -65,8 +65,8 @@ func (s *Service) preview(ctx context.Context, conversation, user string, plan *
 	return nil
 }
 
-// staleFile says how the file step st of ex (about to run, of the plan or of its
-// rollback) changed since its preview ("" when it did not, or the step has no preview).
+// staleFile says how the file step st of ex (about to run) changed since its preview
+// ("" when it did not, or the step has no preview, as an undo step: plannedOf).
 func (s *Service) staleFile(ctx context.Context, ex *Execution, st Step) (string, error) {
 	planned := plannedOf(ex, st)
 	if s.opts.Previewer == nil || planned == nil || planned.Preview == nil {
@@ -103,20 +103,16 @@ func expectOf(ex *Execution, st Step) string {
 	return ""
 }
 
-// plannedOf is step st of ex as planned: a step of the plan, or of the rollback as it
-// was decided; nil when there is none.
+// plannedOf is run step st of ex as planned; nil for an undo step, or none. An undo
+// step's preview is shown and decided (it is in the rollback's hash) but not expected
+// when the step runs: a restore refused there would end the rollback for good
+// (rollback_failed cannot be rolled back again), while one that puts a path back that
+// changed after the decision says so and keeps that change in its own snapshot.
 func plannedOf(ex *Execution, st Step) *PlannedStep {
-	var steps []PlannedStep
-	switch {
-	case st.Phase == PhaseRun:
-		steps = ex.Plan.Steps
-	case st.Phase == PhaseRollback && ex.RollbackPlan != nil:
-		steps = ex.RollbackPlan.Steps
-	}
-	if st.Position < 0 || st.Position >= len(steps) {
+	if st.Phase != PhaseRun || st.Position < 0 || st.Position >= len(ex.Plan.Steps) {
 		return nil
 	}
-	return &steps[st.Position]
+	return &ex.Plan.Steps[st.Position]
 }
 
 // conversation is the conversation the execution's steps run in.

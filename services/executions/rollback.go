@@ -612,15 +612,24 @@ func (s *Service) PlanRollback(ctx context.Context, id string) (*Execution, *Rol
 	rp.Missing = append(rp.Missing, uncertain...)
 	rp.Problems = e.Err()
 	// What each undo step will change, as a plan's steps show it: a built-in write's
-	// restore shows what it puts back. In the hash, so a rollback decided is the one
-	// shown, and checked again as each undo step runs (staleFile).
-	requester := ""
-	if ex.RequestedBy != nil {
-		requester = *ex.RequestedBy
-	}
+	// restore shows what it puts back. In the hash, so a rollback decided with its hash
+	// (as the page does) is the one shown; not checked as the steps run (plannedOf).
+	// Best effort: a preview that fails leaves the rollback as it was without one.
 	plan := Plan{Steps: rp.Steps}
-	if err := s.preview(ctx, ex.conversation(), requester, &plan); err != nil {
-		return nil, nil, err
+	if slices.ContainsFunc(rp.Steps, func(st PlannedStep) bool { return isBuiltinFiles(st.Tool) }) {
+		requester := ""
+		if ex.RequestedBy != nil {
+			requester = *ex.RequestedBy
+		}
+		if err := s.preview(ctx, ex.conversation(), requester, &plan); err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, err
+			}
+			s.log.Warn("executions: preview a rollback's undo steps", "execution", ex.ID, "err", err)
+			for i := range plan.Steps {
+				plan.Steps[i].Preview = nil
+			}
+		}
 	}
 	rp.Risk, rp.RiskWhy = plan.Risk()
 	rp.Phrase = plan.Phrase()
