@@ -54,7 +54,7 @@ var commandRules = []struct {
 	{"overwrites or cuts a file's content (shred, truncate)", shredOrTruncate},
 	{"erases a disk's signatures or blocks (wipefs -a, blkdiscard)", diskErase},
 	{"edits a disk's partition table (fdisk, sfdisk, parted, gdisk, sgdisk, cfdisk)", partitionEdit},
-	{"discards git work no undo restores (git reset --hard, git clean)", gitDiscard},
+	{"discards git work no undo restores (git reset --hard, git clean, git checkout -- ., git restore, git stash drop)", gitDiscard},
 	{"deletes files from code given on the command line (python -c … rmtree, perl -e … unlink)", interpreterDelete},
 }
 
@@ -679,6 +679,38 @@ func gitDiscard(cmd string) bool {
 				}
 				return strings.HasPrefix(a, "-") && strings.Contains(a, "n")
 			})
+		case "checkout":
+			// Paths after --, or the whole tree (.), lose their uncommitted changes; so does
+			// a forced switch. A branch name alone switches, refusing to lose changes.
+			if i := slices.Index(after, "--"); i >= 0 && i < len(after)-1 {
+				return true
+			}
+			return slices.ContainsFunc(after, func(a string) bool {
+				return a == "." || a == "-f" || strings.HasPrefix(a, "--") && longOption(a, "--force") ||
+					len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'f')
+			})
+		case "restore":
+			// The working tree's changes are lost unless only the index is restored
+			// (--staged alone).
+			staged, worktree := false, false
+			for _, a := range after {
+				switch {
+				case a == "-S" || strings.HasPrefix(a, "--") && longOption(a, "--staged"):
+					staged = true
+				case a == "-W" || strings.HasPrefix(a, "--") && longOption(a, "--worktree"):
+					worktree = true
+				case len(a) > 2 && a[0] == '-' && a[1] != '-':
+					staged = staged || strings.ContainsRune(a[1:], 'S')
+					worktree = worktree || strings.ContainsRune(a[1:], 'W')
+				}
+			}
+			return worktree || !staged
+		case "switch":
+			return slices.ContainsFunc(after, func(a string) bool {
+				return a == "-f" || strings.HasPrefix(a, "--") && (longOption(a, "--force") || longOption(a, "--discard-changes"))
+			})
+		case "stash":
+			return len(after) > 0 && (after[0] == "drop" || after[0] == "clear")
 		}
 		return false
 	})
