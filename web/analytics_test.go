@@ -21,20 +21,7 @@ import (
 func TestAnalytics(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", true, "echo", "fail")
-	liveServer(t, srv, "un", false, "echo") // untrusted: its echo is MEDIUM
-	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
-	for range 3 {
-		api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, nil)
-	}
-	// fail answers with an error result: a call that ran and failed. It has no
-	// annotations (MEDIUM); made LOW so the token may call it.
-	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__fail"), map[string]any{"risk": "low"}, 200, nil)
-	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}}, 200, nil)
-	// A call the router refuses (MEDIUM, no approval) never ran: neither a call nor a failure.
-	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "un__echo", "arguments": map[string]any{"message": "m"}}); status != 403 {
-		t.Fatalf("un__echo without approval: %d %s", status, raw)
-	}
+	api := someCalls(t, srv)
 	// A plan admin asks for with a token and approves in a browser session: an
 	// approval wait for server un, for admin and for today.
 	admin := svClient{t: t, srv: srv, c: srv.Login(t, "admin", webtest.AdminPassword)}
@@ -172,4 +159,25 @@ func (g groupRow) String() string {
 		a = strconv.FormatInt(*g.Approvals, 10)
 	}
 	return fmt.Sprintf("%s (%d calls): approvals %s, p50 %s, p95 %s", g.Name, g.Calls, a, f(g.P50), f(g.P95))
+}
+
+// someCalls registers a trusted server mt (echo, fail) and an untrusted un (its echo is
+// MEDIUM) and makes, with admin's token, three calls of mt__echo, one of mt__fail (an
+// error result: a call that ran and failed) and one of un__echo, which the router
+// refuses (MEDIUM, no approval: it never ran). It returns the token's client.
+func someCalls(t *testing.T, srv *webtest.Server) svClient {
+	t.Helper()
+	liveServer(t, srv, "mt", true, "echo", "fail")
+	liveServer(t, srv, "un", false, "echo")
+	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
+	for range 3 {
+		api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, nil)
+	}
+	// fail has no annotations (MEDIUM); made LOW so the token may call it.
+	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__fail"), map[string]any{"risk": "low"}, 200, nil)
+	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}}, 200, nil)
+	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "un__echo", "arguments": map[string]any{"message": "m"}}); status != 403 {
+		t.Fatalf("un__echo without approval: %d %s", status, raw)
+	}
+	return api
 }

@@ -122,17 +122,7 @@ func TestMetricsMethodLabelBounded(t *testing.T) {
 func TestMetricsToolCalls(t *testing.T) {
 	t.Parallel()
 	srv := webtest.Start(t, nil)
-	liveServer(t, srv, "mt", true, "echo", "fail")
-	liveServer(t, srv, "un", false, "echo") // untrusted: its echo is MEDIUM
-	api := svClient{t: t, srv: srv, bearer: svToken(t, srv, "admin")}
-	for range 3 {
-		api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": "hi"}}, 200, nil)
-	}
-	api.json(http.MethodPatch, "/api/v1/tools/"+toolID(t, srv, "mt__fail"), map[string]any{"risk": "low"}, 200, nil)
-	api.json(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__fail", "arguments": map[string]any{}}, 200, nil)
-	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "un__echo", "arguments": map[string]any{"message": "m"}}); status != 403 {
-		t.Fatalf("un__echo without approval: %d %s", status, raw)
-	}
+	api := someCalls(t, srv)
 	if status, raw := api.do(http.MethodPost, "/api/v1/tools/call", map[string]any{"tool": "mt__echo", "arguments": map[string]any{"message": 5}}); status != 400 {
 		t.Fatalf("mt__echo with a number: %d %s", status, raw)
 	}

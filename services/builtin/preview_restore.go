@@ -56,13 +56,8 @@ type restorePath struct {
 // restore says why when it runs) or names none. It looks without making or finishing
 // anything.
 func (s *Server) restorePathsOf(c Call, id string) []restorePath {
-	store, err := s.lookStore()
-	if err != nil || store == nil {
-		return nil
-	}
-	defer store.Close()
-	m, err := manifest(store, c, id)
-	if err != nil {
+	m, ok := s.lookManifest(c, id)
+	if !ok {
 		return nil
 	}
 	return s.restorePaths(c, m)

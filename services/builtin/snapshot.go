@@ -621,20 +621,27 @@ func parentOfAnother(m snapManifest, e snapEntry) bool {
 }
 
 // restoreTargetsOf is restoreTargets of snapshot id as c would restore it; nil when
-// it cannot be read. It looks without making the snapshot store.
+// it cannot be read.
 func (s *Server) restoreTargetsOf(c Call, id string) []target {
-	store, err := s.lookStore()
-	if err != nil || store == nil {
-		return nil
-	}
-	defer store.Close()
-	// A snapshot a crash left unfinished is not finished here (a look changes nothing):
-	// its manifest may list more paths than the restore will write, which only asks more.
-	m, err := manifest(store, c, id)
-	if err != nil {
+	m, ok := s.lookManifest(c, id)
+	if !ok {
 		return nil
 	}
 	return s.restoreTargets(c, m)
+}
+
+// lookManifest reads snapshot id's manifest as c may (manifest), looking without making
+// the snapshot store; ok is false when it cannot be read. A snapshot a crash left
+// unfinished is not finished here (a look changes nothing): its manifest may list more
+// paths than the restore will put back.
+func (s *Server) lookManifest(c Call, id string) (m snapManifest, ok bool) {
+	store, err := s.lookStore()
+	if err != nil || store == nil {
+		return m, false
+	}
+	defer store.Close()
+	m, err = manifest(store, c, id)
+	return m, err == nil
 }
 
 // SnapshotGone says why snapshot id, taken in conversation, is no longer there for
