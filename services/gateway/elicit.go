@@ -97,11 +97,12 @@ func (g *Gateway) elicitWhileHeld(ctx context.Context, req *mcp.CallToolRequest,
 
 // elicited are the approval links a stateful session's client has answered, by session
 // and execution, so that each is asked once per session. An entry ends when its
-// execution is decided in a hold, or after elicitedFor (the person is asked again at
-// most that often, and the set stays bounded by what a person may open in that time).
+// execution is decided in a hold, when its session ends, or after elicitedFor (the
+// person is asked again at most that often).
 type elicited struct {
-	mu sync.Mutex
-	at map[elicitKey]time.Time
+	mu    sync.Mutex
+	at    map[elicitKey]time.Time
+	swept time.Time // when entries past elicitedFor were last dropped
 }
 
 type elicitKey struct{ session, execution string }
@@ -112,15 +113,29 @@ func (e *elicited) mark(k elicitKey) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := time.Now()
-	for old, at := range e.at {
-		if now.Sub(at) > elicitedFor {
-			delete(e.at, old)
+	if now.Sub(e.swept) > time.Minute { // not at every mark: a sweep walks them all
+		e.swept = now
+		for old, at := range e.at {
+			if now.Sub(at) > elicitedFor {
+				delete(e.at, old)
+			}
 		}
 	}
 	if e.at == nil {
 		e.at = map[elicitKey]time.Time{}
 	}
 	e.at[k] = now
+}
+
+// forgetSession drops the entries of a session that ended.
+func (e *elicited) forgetSession(session string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.at {
+		if k.session == session {
+			delete(e.at, k)
+		}
+	}
 }
 
 func (e *elicited) answered(k elicitKey) bool {

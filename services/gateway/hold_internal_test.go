@@ -64,3 +64,25 @@ func TestHoldingLastLeaves(t *testing.T) {
 		t.Fatalf("holds left counted: %v", h.byID)
 	}
 }
+
+// The approval links answered are forgotten with their session, and after elicitedFor.
+func TestElicitedForgotten(t *testing.T) {
+	t.Parallel()
+	var e elicited
+	a, b := elicitKey{"s1", "x"}, elicitKey{"s2", "x"}
+	e.mark(a)
+	e.mark(b)
+	e.forgetSession("s1")
+	if e.answered(a) || !e.answered(b) {
+		t.Fatalf("after s1 ended: s1 answered %v, s2 answered %v", e.answered(a), e.answered(b))
+	}
+	e.at[b] = time.Now().Add(-elicitedFor - time.Second)
+	if e.answered(b) {
+		t.Fatal("an answer older than elicitedFor still counts")
+	}
+	e.swept = time.Time{}
+	e.mark(a)
+	if _, ok := e.at[b]; ok || len(e.at) != 1 {
+		t.Fatalf("the sweep left %v", e.at)
+	}
+}

@@ -75,6 +75,7 @@ func (g *Gateway) limitSessions(next mcp.MethodHandler) mcp.MethodHandler {
 			_ = ss.Wait()
 			g.uncountSession(ss)
 			g.releaseStream(uid)
+			g.elicited.forgetSession(ss.ID())
 		}()
 		return next(ctx, method, req)
 	}

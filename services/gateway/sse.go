@@ -149,6 +149,7 @@ func (g *Gateway) openSSE(w http.ResponseWriter, req *http.Request) {
 			g.sse.mu.Lock()
 			delete(g.sse.byID, id)
 			g.sse.mu.Unlock()
+			g.elicited.forgetSession(id)
 		}
 	}()
 	g.sse.handler.ServeHTTP(ew, r)
