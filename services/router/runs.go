@@ -45,20 +45,25 @@ type Runs struct {
 	ended    []*Run // runs ended and still kept, oldest first
 	perOwner int    // ended runs kept per owner (maxEndedPerOwner)
 	total    int    // ended runs kept in all (maxEnded)
+	budget   int    // bytes of ended runs' results kept in all (maxEndedBytes)
+	bytes    int    // bytes of the results of the runs in ended
 	closed   bool   // Close was called: runs end at once and are not kept
 }
 
-// The bounds on ended runs kept, and on the result text one keeps.
+// The bounds on ended runs kept, and on the result text one keeps. maxEnded runs of
+// maxRunText would be 4 GiB: the bytes kept in all are bounded too, the oldest ended
+// runs going first past them (a page follows only its newest run).
 const (
 	maxEndedPerOwner = 8
 	maxEnded         = 1000
 	maxRunText       = 4 << 20
+	maxEndedBytes    = 256 << 20
 )
 
 // NewRuns returns a run registry over r.
 func NewRuns(r *Router) *Runs {
 	return &Runs{r: r, abandon: 20 * time.Second, grace: 10 * time.Second, keep: 10 * time.Minute, runs: map[string]*Run{},
-		perOwner: maxEndedPerOwner, total: maxEnded}
+		perOwner: maxEndedPerOwner, total: maxEnded, budget: maxEndedBytes}
 }
 
 // SetGrace sets how long a run outlives its last watcher (default 10 s).
@@ -80,6 +85,8 @@ type Run struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	size int // its result's bytes (resultSize), once ended
 
 	mu       sync.Mutex
 	progress []Progress
@@ -127,6 +134,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 	go func() {
 		res, err := rs.r.Call(ctx, c)
 		res = clipResult(res, maxRunText)
+		run.size = resultSize(res)
 		run.mu.Lock()
 		run.result, run.err, run.ended = res, err, time.Now()
 		run.idle.Stop()
@@ -143,6 +151,7 @@ func (rs *Runs) Start(c Call, toolID string) *Run {
 			rs.drop(run) // nobody will ask for it: no timer keeps it
 		} else {
 			rs.ended = append(rs.ended, run)
+			rs.bytes += run.size
 			run.forgetter = time.AfterFunc(rs.keep, func() { rs.mu.Lock(); rs.forget(run); rs.mu.Unlock() })
 			rs.trim(run.Owner())
 		}
@@ -188,7 +197,7 @@ func (rs *Runs) Close() {
 	}
 	clear(rs.runs)
 	clear(rs.ended)
-	rs.ended = nil
+	rs.ended, rs.bytes = nil, 0
 	rs.mu.Unlock()
 }
 
@@ -196,7 +205,7 @@ func (rs *Runs) Close() {
 const closeWait = 5 * time.Second
 
 // trim drops owner's oldest ended runs beyond perOwner, then the oldest ended runs
-// beyond total; runs still going are kept. rs.mu is held.
+// beyond total or past the byte budget; runs still going are kept. rs.mu is held.
 func (rs *Runs) trim(owner string) {
 	n := 0
 	for _, run := range rs.ended {
@@ -209,14 +218,16 @@ func (rs *Runs) trim(owner string) {
 		if n > rs.perOwner && run.Owner() == owner {
 			n--
 			rs.drop(run)
+			rs.bytes -= run.size
 			continue
 		}
 		kept = append(kept, run)
 	}
 	clear(rs.ended[len(kept):])
 	rs.ended = kept
-	for len(rs.ended) > rs.total {
+	for len(rs.ended) > rs.total || len(rs.ended) > 1 && rs.bytes > rs.budget {
 		rs.drop(rs.ended[0])
+		rs.bytes -= rs.ended[0].size
 		rs.ended[0] = nil
 		rs.ended = rs.ended[1:]
 	}
@@ -227,7 +238,20 @@ func (rs *Runs) forget(run *Run) {
 	rs.drop(run)
 	if i := slices.Index(rs.ended, run); i >= 0 {
 		rs.ended = slices.Delete(rs.ended, i, i+1)
+		rs.bytes -= run.size
 	}
+}
+
+// resultSize is the bytes res holds, as clipResult counts them.
+func resultSize(res *Result) int {
+	if res == nil {
+		return 0
+	}
+	size := len(res.StructuredContent)
+	for _, c := range res.Content {
+		size += contentSize(c)
+	}
+	return size
 }
 
 // drop removes run from the registry, not from rs.ended. rs.mu is held.
@@ -249,10 +273,7 @@ func clipResult(res *Result, limit int) *Result {
 	if res == nil {
 		return nil
 	}
-	size := len(res.StructuredContent)
-	for _, c := range res.Content {
-		size += contentSize(c)
-	}
+	size := resultSize(res)
 	if size <= limit {
 		return res
 	}

@@ -76,6 +76,23 @@ func TestRunsKeepFewEnded(t *testing.T) {
 	if got, want := fmt.Sprint(kept(all, mixed)), fmt.Sprint([]bool{false, false, false, false, true, true, true, true, true}); got != want {
 		t.Errorf("ended runs kept in all: got %s, want %s (the newest 5)", got, want)
 	}
+
+	// The bytes of the results kept in all are bounded: past them the oldest go, and
+	// the newest is kept whatever its size.
+	budgeted := router.NewRuns(e.r)
+	bytesKept := router.SetRunBudget(budgeted, 3*len("Echo: 12345"))
+	var sized []*router.Run
+	for i := range 5 {
+		sized = append(sized, runAs(t, budgeted, fmt.Sprintf("user%d", i), "mt__echo", `{"message":"12345"}`))
+	}
+	if got, want := fmt.Sprint(kept(budgeted, sized)), fmt.Sprint([]bool{false, false, true, true, true}); got != want || bytesKept() != 3*len("Echo: 12345") {
+		t.Errorf("ended runs kept within the bytes: got %s (%d bytes), want %s", got, bytesKept(), want)
+	}
+	router.SetRunBudget(budgeted, 1)
+	last := runAs(t, budgeted, "user9", "mt__echo", `{"message":"12345"}`)
+	if got := fmt.Sprint(kept(budgeted, append(sized, last))); got != fmt.Sprint([]bool{false, false, false, false, false, true}) || bytesKept() != len("Echo: 12345") {
+		t.Errorf("over a budget smaller than one result: kept %s (%d bytes), want the newest alone", got, bytesKept())
+	}
 }
 
 // A run keeps at most 4 MiB of its result's text, and says it was shortened; a
