@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -66,11 +67,12 @@ func (c *circuitCollector) Collect(ch chan<- prometheus.Metric) {
 // every replica, so each reports the same figures.
 type executionsCollector struct {
 	svc  *executions.Service
+	log  *slog.Logger
 	desc *prometheus.Desc
 }
 
-func newExecutionsCollector(svc *executions.Service) *executionsCollector {
-	return &executionsCollector{svc: svc, desc: prometheus.NewDesc("toolwarden_executions",
+func newExecutionsCollector(svc *executions.Service, log *slog.Logger) *executionsCollector {
+	return &executionsCollector{svc: svc, log: log, desc: prometheus.NewDesc("toolwarden_executions",
 		"Executions in each state that is not done (planning, awaiting_approval, executing, rolling_back), of every replica.",
 		[]string{"status"}, nil)}
 }
@@ -86,7 +88,9 @@ func (c *executionsCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	counts, err := c.svc.ActiveCounts(ctx)
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		// Left out, not an error of the scrape: the other metrics matter most when the
+		// database is in trouble.
+		c.log.Warn("metrics: the executions were not counted", "err", err)
 		return
 	}
 	for _, st := range executions.ActiveStatuses {
@@ -98,7 +102,7 @@ func (c *executionsCollector) Collect(ch chan<- prometheus.Metric) {
 // terminal command may run an hour; past the last bucket is +Inf).
 var callBuckets = []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}
 
-func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router, execs *executions.Service) *metrics {
+func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router, execs *executions.Service, log *slog.Logger) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolwarden_http_requests_total", Help: "HTTP requests by method, route and status.",
@@ -141,12 +145,13 @@ func newMetrics(liveClients, fragments, checks func() float64, rt *router.Router
 		})
 	}
 	if execs != nil {
-		m.reg.MustRegister(newExecutionsCollector(execs))
+		m.reg.MustRegister(newExecutionsCollector(execs, log))
 	}
 	return m
 }
 
 func (m *metrics) handler(c echo.Context) error {
-	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}).ServeHTTP(c.Response(), c.Request())
+	// A collector that fails leaves its metrics out rather than failing the scrape.
+	promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}).ServeHTTP(c.Response(), c.Request())
 	return nil
 }

@@ -171,3 +171,41 @@ func grepLines(s, prefix string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// A database that does not count the executions within 2 s (a lock, an outage) leaves
+// that metric out of the scrape; every other metric is served (before, the scrape
+// failed whole, 500, just when the database was in trouble).
+func TestMetricsWithoutTheExecutionsCount(t *testing.T) {
+	t.Parallel()
+	srv := webtest.Start(t, nil)
+	tok := svToken(t, srv, "admin")
+	scrape := func() (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := srv.Client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if st, body := scrape(); st != 200 || !strings.Contains(body, `toolwarden_executions{status="awaiting_approval"} 0`) {
+		t.Fatalf("a scrape: %d %.300q", st, body)
+	}
+	ctx := t.Context()
+	tx, err := srv.Owner.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE executions IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	st, body := scrape()
+	if st != 200 || !strings.Contains(body, "toolwarden_http_requests_total") || strings.Contains(body, "toolwarden_executions{") {
+		t.Fatalf("a scrape with the executions locked: %d, http metrics %v, executions %v", st,
+			strings.Contains(body, "toolwarden_http_requests_total"), strings.Contains(body, "toolwarden_executions{"))
+	}
+}

@@ -73,7 +73,7 @@ func New(deps *handlers.Deps, bus *events.Bus) *Server {
 		deps.LiveClients = s.hub.count
 	}
 	s.metrics = newMetrics(func() float64 { return float64(s.hub.count()) }, func() float64 { return float64(s.hub.renders.Load()) },
-		func() float64 { return float64(s.hub.rechecks.Load()) }, deps.Router, deps.Executions)
+		func() float64 { return float64(s.hub.rechecks.Load()) }, deps.Router, deps.Executions, log)
 	e := s.e
 	e.HideBanner, e.HidePort = true, true
 	e.IPExtractor = clientIP(deps.TrustedProxies, log)

@@ -528,6 +528,9 @@ func (r *Router) Call(ctx context.Context, c Call) (*Result, error) {
 	}
 	// The audit row is durable before the server sees the call (docs/security.md).
 	if err := rec.started(ctx); err != nil {
+		if re := (*Error)(nil); errors.As(err, &re) {
+			rec.observe(re.Code, false, 0) // not recorded: the database is what failed
+		}
 		return nil, err
 	}
 	identity := ""
