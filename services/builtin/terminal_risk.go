@@ -680,40 +680,112 @@ func gitDiscard(cmd string) bool {
 				return strings.HasPrefix(a, "-") && strings.Contains(a, "n")
 			})
 		case "checkout":
-			// Paths after --, or the whole tree (.), lose their uncommitted changes; so does
-			// a forced switch. A branch name alone switches, refusing to lose changes.
-			if i := slices.Index(after, "--"); i >= 0 && i < len(after)-1 {
-				return true
-			}
-			return slices.ContainsFunc(after, func(a string) bool {
-				return a == "." || a == "-f" || strings.HasPrefix(a, "--") && longOption(a, "--force") ||
-					len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'f')
-			})
+			return checkoutDiscards(parseGitArgs(after, "bB", "--orphan", "--pathspec-from-file"))
 		case "restore":
 			// The working tree's changes are lost unless only the index is restored
 			// (--staged alone).
-			staged, worktree := false, false
-			for _, a := range after {
-				switch {
-				case a == "-S" || strings.HasPrefix(a, "--") && longOption(a, "--staged"):
-					staged = true
-				case a == "-W" || strings.HasPrefix(a, "--") && longOption(a, "--worktree"):
-					worktree = true
-				case len(a) > 2 && a[0] == '-' && a[1] != '-':
-					staged = staged || strings.ContainsRune(a[1:], 'S')
-					worktree = worktree || strings.ContainsRune(a[1:], 'W')
-				}
-			}
-			return worktree || !staged
+			g := parseGitArgs(after, "s", "--source", "--pathspec-from-file")
+			return g.has('W', "--worktree") || !g.has('S', "--staged")
 		case "switch":
-			return slices.ContainsFunc(after, func(a string) bool {
-				return a == "-f" || strings.HasPrefix(a, "--") && (longOption(a, "--force") || longOption(a, "--discard-changes"))
-			})
+			g := parseGitArgs(after, "cC", "--create", "--force-create", "--orphan")
+			return g.has('f', "--force", "--discard-changes")
 		case "stash":
-			return len(after) > 0 && (after[0] == "drop" || after[0] == "clear")
+			g := parseGitArgs(after, "m", "--message", "--pathspec-from-file")
+			return len(g.words) > 0 && (g.words[0] == "drop" || g.words[0] == "clear")
 		}
 		return false
 	})
+}
+
+// checkoutDiscards reports whether a git checkout overwrites files with what a commit or
+// the index holds (losing their uncommitted changes) rather than only switching branch:
+// forced, patch by patch, from one side of a conflict, of paths after -- (or fed by
+// xargs after it), of a second word (checkout <tree-ish> <paths>), of one word that
+// reads as a path rather than a branch, or of what a substitution prints ($(…) and `…`,
+// which the line's reading splits off, leaving a $ or nothing).
+func checkoutDiscards(g gitArgs) bool {
+	switch {
+	case slices.Contains(g.words, "$") || g.short == "" && len(g.long) == 0 && len(g.words) == 0 && !g.dashdash:
+		return true
+	case g.has('f', "--force") || g.has('p', "--patch") || g.has(0, "--ours", "--theirs", "--pathspec-from-file"):
+		return true
+	case g.has('b') || g.has('B') || g.has(0, "--orphan"):
+		return false // a new branch from a start point
+	case g.dashdash || len(g.words) > 1:
+		return true
+	}
+	return len(g.words) == 1 && pathLike(g.words[0])
+}
+
+// pathLike reports whether a word git would take as a branch or a path reads as a path:
+// . or .., one starting with ./, ../, :/ or /, ending with /, holding a wildcard, or
+// ending with a file extension (main.go, notes.txt; not a version's digits, v1.2).
+func pathLike(w string) bool {
+	switch {
+	case w == "." || w == ".." || strings.HasPrefix(w, "./") || strings.HasPrefix(w, "../") || strings.HasPrefix(w, ":/") ||
+		strings.HasPrefix(w, "/") || strings.HasSuffix(w, "/") || strings.ContainsAny(w, "*?["):
+		return true
+	}
+	base := w[strings.LastIndexByte(w, '/')+1:]
+	i := strings.LastIndexByte(base, '.')
+	if i <= 0 || len(base)-i-1 < 1 || len(base)-i-1 > 6 {
+		return false
+	}
+	for _, r := range base[i+1:] {
+		if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// gitArgs are the words after a git subcommand, sorted.
+type gitArgs struct {
+	short    string   // every short option letter given (-qf: q, f)
+	long     []string // the long options, as given
+	words    []string // the operands before --
+	dashdash bool     // -- was given (the words after it are paths)
+}
+
+// parseGitArgs sorts args: valuedShort are the short options that take a value (the
+// rest of their word, or the next word), valuedLong the long ones (after = or as the
+// next word), whose values are not operands.
+func parseGitArgs(args []string, valuedShort string, valuedLong ...string) gitArgs {
+	var g gitArgs
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case g.dashdash:
+		case a == "--":
+			g.dashdash = true
+		case strings.HasPrefix(a, "--"):
+			g.long = append(g.long, a)
+			if !strings.Contains(a, "=") && longOption(a, valuedLong...) {
+				i++
+			}
+		case len(a) > 1 && a[0] == '-':
+			for j := 1; j < len(a); j++ {
+				g.short += a[j : j+1]
+				if strings.IndexByte(valuedShort, a[j]) >= 0 {
+					if j == len(a)-1 {
+						i++ // its value is the next word
+					}
+					break
+				}
+			}
+		default:
+			g.words = append(g.words, a)
+		}
+	}
+	return g
+}
+
+// has reports whether short option letter (0: none) or one of the long options was given.
+func (g gitArgs) has(letter byte, long ...string) bool {
+	if letter != 0 && strings.IndexByte(g.short, letter) >= 0 {
+		return true
+	}
+	return len(long) > 0 && slices.ContainsFunc(g.long, func(a string) bool { return longOption(a, long...) })
 }
 
 // gitSubcommand is the index of git's subcommand in its words: the first past git's own
