@@ -608,12 +608,21 @@ func (l *Log) CountNewer(ctx context.Context, f Filter, after int64) (int64, err
 		}
 		if f.Q != "" && f.matches == nil {
 			ids, walk, err := l.manyMatches(ctx, tx, f, MaxNewer, MaxNewer, maxMatches)
-			if err != nil || !walk {
-				n = int64(len(ids))
+			if err != nil {
 				return err
+			}
+			if !walk {
+				f.matches = ids
 			}
 		}
 		where, args := f.where()
+		if f.Q != "" {
+			// As a page checks them (query): an entry the word index names for words it
+			// does not hold is not counted either.
+			args = append(args, f.Q)
+			where += ` AND coalesce(audit_search_doc(actor_name, action, target_type, target_id, target_name, payload)
+				@@ plainto_tsquery('simple'::regconfig, $` + strconv.Itoa(len(args)) + `), false)`
+		}
 		if err := tx.QueryRow(ctx, `/* audit.CountNewer */ SELECT count(*) FROM (SELECT 1 FROM audit_log`+where+
 			` LIMIT `+strconv.Itoa(MaxNewer)+`) s`, args...).Scan(&n); err != nil {
 			return fmt.Errorf("audit: count newer: %w", err)

@@ -74,5 +74,9 @@ func TestSearchRechecksTheEntries(t *testing.T) {
 		if got := exported(tc.f); !slices.Equal(got, tc.want) {
 			t.Errorf("export %s: got %v, want %v", tc.f.Query().Encode(), got, tc.want)
 		}
+		// The "N new entries" banner counts what a page would show.
+		if n, err := l.CountNewer(ctx, tc.f, 1); err != nil || n != int64(len(tc.want)) {
+			t.Errorf("new entries of %s: %d, %v; want %d", tc.f.Query().Encode(), n, err, len(tc.want))
+		}
 	}
 }
