@@ -1974,7 +1974,7 @@ func storedID(p *auth.Principal, convID string) string {
 // capPrefix is what the ids of the conversations capped together with p's begin with:
 // "" for a person's own, and "~" for all of the person's API tokens together. Each
 // token's apart would let a person keep any number by creating, using and revoking
-// tokens (a revoked token's conversations stay until they are 90 days old).
+// tokens (a revoked token's conversations stay until the next prune).
 func capPrefix(p *auth.Principal) string {
 	if p.Kind == audit.ActorToken {
 		return "~"
@@ -2127,10 +2127,17 @@ func (s *Service) LatestConversation(ctx context.Context, userID string) (string
 	return id, err
 }
 
-// Prune removes the conversations nobody wrote in for keep, with their messages.
+// Prune removes the conversations nobody wrote in for keep, and those of API tokens no
+// longer live, with their messages.
 func (s *Service) Prune(ctx context.Context, keep time.Duration) (int64, error) {
+	// An API token's conversations (storedID: "~<token id>~<id>") go with the token too,
+	// once it is revoked, expired or deleted: nothing can read them any more, and they
+	// would hold their person's share of the tokens' conversations for the rest of keep.
 	tag, err := s.pool.Exec(ctx, `/* assistant.Prune */
-		DELETE FROM assistant_conversations WHERE updated_at < now() - $1::interval`, keep)
+		DELETE FROM assistant_conversations c WHERE c.updated_at < now() - $1::interval
+			OR c.id LIKE '~%' AND NOT EXISTS (SELECT 1 FROM api_tokens t
+				WHERE t.id::text = split_part(c.id, '~', 2) AND t.user_id = c.user_id
+					AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))`, keep)
 	if err != nil {
 		return 0, fmt.Errorf("assistant: prune: %w", err)
 	}

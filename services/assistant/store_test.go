@@ -121,3 +121,54 @@ func TestConversationSavedAfterRequestEnds(t *testing.T) {
 		t.Fatalf("the spent yes is still pending (%v)", err)
 	}
 }
+
+// A revoked or expired API token's conversations are removed by the next prune, however
+// recent: nothing can read them any more. A live token's stay.
+func TestPruneRevokedTokensConversations(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := dbtest.New(t)
+	var ann string
+	if err := pool.QueryRow(ctx, `INSERT INTO users (username, role, password_hash) VALUES ('ann', 'admin', 'x') RETURNING id::text`).Scan(&ann); err != nil {
+		t.Fatal(err)
+	}
+	token := func(name, state string) string {
+		t.Helper()
+		var id string
+		if err := pool.QueryRow(ctx, `INSERT INTO api_tokens (user_id, name, prefix, token_hash, revoked_at, expires_at)
+			VALUES ($1, $2, 'tw_x', convert_to(gen_random_uuid()::text, 'UTF8'), CASE WHEN $3 = 'revoked' THEN now() END,
+				CASE WHEN $3 = 'expired' THEN now() - interval '1 hour' END) RETURNING id::text`, ann, name, state).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	live, revoked, expired := token("live", ""), token("revoked", "revoked"), token("expired", "expired")
+	s := New(pool, nil, nil, nil, nil, nil, nil)
+	for _, id := range []string{live, revoked, expired} {
+		p := &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorToken, TokenID: id}
+		if err := s.withConversation(ctx, p, "c1", func(st *State, save func(string, Reply) error) error {
+			return save("hi", Reply{Reply: "hello"})
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.withConversation(ctx, &auth.Principal{User: auth.User{ID: ann}, Kind: audit.ActorUser}, "c1", func(st *State, save func(string, Reply) error) error {
+		return save("hi", Reply{Reply: "hello"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Prune(ctx, 90*24*time.Hour)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d (%v), want the revoked and the expired token's", n, err)
+	}
+	var left []string
+	rows, _ := pool.Query(ctx, `SELECT id FROM assistant_conversations ORDER BY id`)
+	for rows.Next() {
+		var id string
+		_ = rows.Scan(&id)
+		left = append(left, id)
+	}
+	if len(left) != 2 || left[0] != "c1" || left[1] != "~"+live+"~c1" {
+		t.Fatalf("conversations left: %v", left)
+	}
+}
