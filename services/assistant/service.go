@@ -2136,7 +2136,9 @@ func (s *Service) Prune(ctx context.Context, keep time.Duration) (int64, error) 
 	tag, err := s.pool.Exec(ctx, `/* assistant.Prune */
 		DELETE FROM assistant_conversations c WHERE c.updated_at < now() - $1::interval
 			OR c.id LIKE '~%' AND NOT EXISTS (SELECT 1 FROM api_tokens t
-				WHERE t.id::text = split_part(c.id, '~', 2) AND t.user_id = c.user_id
+				WHERE t.id = CASE WHEN split_part(c.id, '~', 2) ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+						THEN split_part(c.id, '~', 2)::uuid END -- the key, by its index
+					AND t.user_id = c.user_id
 					AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))`, keep)
 	if err != nil {
 		return 0, fmt.Errorf("assistant: prune: %w", err)
