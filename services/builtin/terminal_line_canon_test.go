@@ -73,7 +73,7 @@ func TestInputRiskWithoutReadline(t *testing.T) {
 	// Typed in two pieces, the line is rated whole by each reading.
 	var held lineEditor
 	held.feed([]byte("rm \x01"))
-	if why := joinedRisk(&held, "\x7f-rf d\n"); !strings.Contains(why, "deletes recursively") {
+	if why := joinedRisk(&held, "\x7f-rf d\n", false); !strings.Contains(why, "deletes recursively") {
 		t.Errorf("rm ^A then ^? -rf d: %q, want it rated as rm -rf d", why)
 	}
 }

@@ -1215,8 +1215,9 @@ func InputRisk(input string) (risk.Level, string, bool) {
 // before left it; not changed), makes HIGH that neither the input alone (InputRisk,
 // which the router rated the call by) nor the held line carried: "rm -r" then "f ~/x\n"
 // is rm -rf ~/x, though each piece rates nothing. "" when nothing: the held line's own
-// reasons came with keys rated (and approved) before, or typed by a person.
-func joinedRisk(held *lineEditor, input string) string {
+// reasons came with keys rated (and approved) before. When the held line holds keys a
+// person typed on the page (heldUnrated), which no one rated, its reasons count too.
+func joinedRisk(held *lineEditor, input string, heldUnrated bool) string {
 	if held.empty() {
 		return "" // a fresh line: the input alone is what was rated
 	}
@@ -1224,7 +1225,12 @@ func joinedRisk(held *lineEditor, input string) string {
 	e := held.clone()
 	joined.rateInput(&e, input)
 	alone.rateInput(&lineEditor{}, input)
-	before.rateLine(held.current())
+	// Cleared first (Ctrl-U, or Ctrl-C): what the person typed is gone wherever lines are
+	// edited (a line editor, the terminal's own kill character); only a program reading
+	// raw bytes would still get it, which the held line's forms alone then carry.
+	if !heldUnrated || input != "" && (input[0] == 0x15 || input[0] == 0x03) {
+		before.rateLine(held.current())
+	}
 	var added inputWhys
 	// An Esc alone left pending, then keys that do not continue a key's sequence ([ or
 	// O: the arrows, Home, End): in a full-screen program that is Esc, then keys (vim's

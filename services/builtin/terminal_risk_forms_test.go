@@ -99,7 +99,7 @@ func TestJoinedRisk(t *testing.T) {
 		var held lineEditor
 		held.feed([]byte(tc.held))
 		was := held.clone()
-		why := joinedRisk(&held, tc.input)
+		why := joinedRisk(&held, tc.input, false)
 		if tc.why == "" && why != "" || !strings.Contains(why, tc.why) {
 			t.Errorf("%.60q then %q: %q, want %q", tc.held, tc.input, why, tc.why)
 		}

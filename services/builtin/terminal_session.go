@@ -318,9 +318,12 @@ type Terminal struct {
 	writing atomic.Bool // writeKeys is in a write the program has not taken yet
 	inMu    sync.Mutex
 	inLine  lineEditor // what was typed since the last newline (for the audit)
-	once    sync.Once
-	cols    uint16
-	rows    uint16
+	// inPage: keys typed on the page are in inLine, rated by no one (a person's own);
+	// a call that joins that line is rated with them (joinedRisk). Until the line ends.
+	inPage bool
+	once   sync.Once
+	cols   uint16
+	rows   uint16
 }
 
 // NewTerminals returns the terminals, first killing what a previous run left
@@ -1179,15 +1182,16 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 		return errors.New("not typed: the terminal's program has not read what was typed before; wait for it, or interrupt it")
 	}
 	t.inMu.Lock()
-	before := t.inLine.clone()
+	before, pageKeys := t.inLine.clone(), t.inPage
 	t.inMu.Unlock()
 	// The router rated a call's input alone; the line it joins is known here, where the
 	// terminal runs (a call another replica took is forwarded here). Keys typed on the
-	// page are a person's, rated by no one; a call let through at HIGH was approved at
-	// the level every joined reason carries. Rated outside inMu: only Input (under
-	// typing) changes inLine.
+	// page are a person's, rated by no one, so a call that joins a line holding them is
+	// rated with them (an agent's Enter must not run the rm -rf a person left typed); a
+	// call let through at HIGH was approved at the level every joined reason carries.
+	// Rated outside inMu: only Input (under typing) changes inLine.
 	if who.Source != BrowserSource && risk.Level(who.Level) != risk.High {
-		if why := joinedRisk(&before, s); why != "" {
+		if why := joinedRisk(&before, s, pageKeys); why != "" {
 			return fmt.Errorf("not typed: with what its line already holds, %s, which rating each input alone "+
 				"does not show; type the whole line in one send_input (Ctrl-U, \\u0015, first clears what the line "+
 				"holds), so that it is rated as a whole", why)
@@ -1195,6 +1199,15 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 	}
 	t.inMu.Lock()
 	lines := t.inLine.feed([]byte(s))
+	wasPage := t.inPage
+	switch {
+	case t.inLine.empty():
+		t.inPage = false
+	case who.Source == BrowserSource:
+		t.inPage = true
+	case risk.Level(who.Level) == risk.High:
+		t.inPage = false // approved at the level of all it joined
+	}
 	t.inMu.Unlock()
 	if f := t.ts.opts.OnInput; f != nil && len(lines) > 0 {
 		typed := make([]TypedLine, len(lines))
@@ -1219,7 +1232,7 @@ func (t *Terminal) Input(who TerminalCaller, s string) error {
 		}
 		if err := f(t, who, typed); err != nil {
 			t.inMu.Lock()
-			t.inLine = before // not typed: the line stays as the shell has it
+			t.inLine, t.inPage = before, wasPage // not typed: the line stays as the shell has it
 			t.inMu.Unlock()
 			return fmt.Errorf("not typed: the line could not be recorded in the audit log (%w); try again", err)
 		}
