@@ -490,7 +490,7 @@ func (s *Server) unsettled(what, owner string) error {
 // terminalGone is the answer for a terminal whose replica stopped, or stopped beating:
 // a paused one (SIGSTOP, a starved host) is taken for stopped, so the message says both.
 func terminalGone(rec builtin.TerminalRecord) error {
-	return echo.NewHTTPError(http.StatusGone, fmt.Sprintf("Terminal %s ran on replica %s, which stopped or is not answering (a stopped replica's processes end with it).", rec.ID, rec.Replica))
+	return echo.NewHTTPError(http.StatusGone, fmt.Sprintf("Terminal %s ran on replica %s, which stopped or is not answering (its shell or command ended with it).", rec.ID, rec.Replica))
 }
 
 // terminalOpTimeout bounds an operation another replica sent here: the sender waits no

@@ -357,7 +357,7 @@ func (ts *Terminals) elsewhere(ctx context.Context, c Call, op string, args json
 	if err != nil || rec.Local || rec.ConversationID != c.ConversationID {
 		return nil, false // "no such session in this conversation"
 	}
-	gone := fmt.Sprintf("sessionId: session %s ran on replica %s, which stopped or is not answering (a stopped replica's processes end with it). Create a new session with create_session", rec.ID, rec.Replica)
+	gone := fmt.Sprintf("sessionId: session %s ran on replica %s, which stopped or is not answering (its shell or command ended with it). Create a new session with create_session", rec.ID, rec.Replica)
 	if rec.EndedReason == "replica_stopped" || ts.opts.Forward == nil {
 		return errorResult(gone), true
 	}
