@@ -108,6 +108,9 @@ type Server struct {
 	beforeGrepFile func()
 	// searches holds a place for each search walking now (maxSearches).
 	searches chan struct{}
+	// previews are the plans' previews computed a moment ago, and the places for those
+	// computed now (preview_cache.go).
+	previews previewCache
 	// afterChange, set by tests only, is called as a write has made the change a
 	// snapshot guards (snapFirst), before the write finishes.
 	afterChange func()

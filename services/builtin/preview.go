@@ -344,6 +344,17 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 			p.last[k] = i
 		}
 	}
+	// The same plan over files that have not changed is answered as it was a moment ago
+	// (preview_cache.go); otherwise it waits for a place among the previews computed now.
+	key, sig := previewKey(conversation, user, calls), s.previewSig(p.last)
+	if out, ok := s.previews.get(key, sig); ok {
+		return out, nil
+	}
+	release, err := s.previews.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	out := make([]*FilePreview, len(calls))
 	for i, pc := range calls {
 		if err := ctx.Err(); err != nil {
@@ -364,6 +375,7 @@ func (s *Server) PreviewPlan(ctx context.Context, conversation, user string, cal
 		}
 		p.forget(st, i)
 	}
+	s.previews.put(key, sig, out)
 	return out, nil
 }
 
