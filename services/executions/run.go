@@ -389,9 +389,15 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 		}
 		return errBusy
 	}
-	if s.opts.RunnerID != "" && (ex.Status == Executing || ex.Status == RollingBack) {
+	want := Executing
+	if phase == PhaseRollback {
+		want = RollingBack
+	}
+	if s.opts.RunnerID != "" && ex.Status == want {
 		// Which replica runs it: the page shows its name, and a sweep leaves the steps
-		// of a replica seen alive to it.
+		// of a replica seen alive to it. Only by a job of the phase it is in: a stray job
+		// of the other phase (a retry, a duplicate that waited) runs nothing, and
+		// recorded as its runner would keep the sweep from queueing the phase again.
 		if _, err := s.pool.Exec(ctx, `/* executions.runner */ UPDATE executions SET runner = $2, runner_id = $3
 			WHERE id = $1 AND runner_id IS DISTINCT FROM $3::uuid`, id, s.opts.Runner, s.opts.RunnerID); err != nil {
 			return fmt.Errorf("executions: record the runner: %w", err)
@@ -399,10 +405,6 @@ func (s *Service) runPhase(ctx context.Context, id, phase string) error {
 	}
 	if err := s.settleInterrupted(ctx, ex); err != nil {
 		return err
-	}
-	want := Executing
-	if phase == PhaseRollback {
-		want = RollingBack
 	}
 	if ex.Status == Cancelled && phase == PhaseRun || ex.Status == RollbackFailed && phase == PhaseRollback {
 		// Cancelled before its first step, or the step that waited was handed over
