@@ -26,26 +26,13 @@ func TestRestorePreview(t *testing.T) {
 	run := func(callID string, args any, expect string) (bool, string) {
 		t.Helper()
 		raw, _ := json.Marshal(args)
-		op, err := s.tools["file_operations"].operation(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta := callmeta.Meta{ConversationID: "c1", CallID: callID, Expect: expect}
-		res, err := op.Run(callmeta.With(ctx, meta), Call{Meta: meta, Workspace: ws}, raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.IsError, res.Content[0].(*mcp.TextContent).Text
+		return fileCall(t, s, ws, callID, string(raw), expect)
 	}
 	write := func(name, content string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	}
-	restoreCall := func(id string) PreviewCall {
-		args, _ := json.Marshal(map[string]string{"operation": "restore_snapshot", "snapshotId": id})
-		return PreviewCall{Tool: "file_operations", Arguments: args}
 	}
 	preview := func(calls ...PreviewCall) []*FilePreview {
 		t.Helper()
@@ -68,7 +55,7 @@ func TestRestorePreview(t *testing.T) {
 		t.Fatal(text)
 	}
 
-	ps := preview(restoreCall("edit"), restoreCall("create"), restoreCall("rename"), restoreCall("no-such-snapshot"))
+	ps := preview(restoreOf("edit"), restoreOf("create"), restoreOf("rename"), restoreOf("no-such-snapshot"))
 	area := filepath.Base(ws)
 	if ps[0] == nil || ps[0].Path != "notes.txt" || !strings.Contains(ps[0].Diff, "-TWO\n+two\n") ||
 		ps[0].Fingerprint != `restore [["`+area+`/notes.txt","sha256:`+shaOf("one\nTWO\nthree\n")+`"]]` {
@@ -86,7 +73,7 @@ func TestRestorePreview(t *testing.T) {
 		t.Fatalf("a restore of a snapshot not there is previewed: %+v", ps[3])
 	}
 	for i, id := range []string{"edit", "create", "rename"} {
-		if fp, err := s.Fingerprint(ctx, "c1", restoreCall(id)); err != nil || fp != ps[i].Fingerprint {
+		if fp, err := s.Fingerprint(ctx, "c1", restoreOf(id)); err != nil || fp != ps[i].Fingerprint {
 			t.Fatalf("the fingerprint of the restore of %s now: %q %v, the preview's %q", id, fp, err, ps[i].Fingerprint)
 		}
 	}
@@ -94,14 +81,14 @@ func TestRestorePreview(t *testing.T) {
 	// A plan that restores and then edits the file: the edit is previewed against the
 	// restored content.
 	edit, _ := json.Marshal(map[string]any{"operation": "replace_string", "filePath": "notes.txt", "oldString": "three", "newString": "3"})
-	plan := preview(restoreCall("edit"), PreviewCall{Tool: "file_operations", Arguments: edit})
+	plan := preview(restoreOf("edit"), PreviewCall{Tool: "file_operations", Arguments: edit})
 	if plan[1] == nil || plan[1].Fingerprint != "sha256:"+shaOf("one\ntwo\nthree\n") || !strings.Contains(plan[1].Diff, "-three\n+3\n") {
 		t.Fatalf("an edit after a restore: %+v", plan[1])
 	}
 
 	// Changed since the preview: nothing is put back.
 	write("notes.txt", "one\nTWO\nthree\nfour\n")
-	if fp, _ := s.Fingerprint(ctx, "c1", restoreCall("edit")); fp == ps[0].Fingerprint {
+	if fp, _ := s.Fingerprint(ctx, "c1", restoreOf("edit")); fp == ps[0].Fingerprint {
 		t.Fatal("the fingerprint did not change with the file")
 	}
 	isErr, text := run("restore-stale", map[string]any{"operation": "restore_snapshot", "snapshotId": "edit"}, ps[0].Fingerprint)
@@ -120,6 +107,28 @@ func TestRestorePreview(t *testing.T) {
 	}
 }
 
+// fileCall runs file_operations with args (JSON) as call callID of conversation c1 in
+// workspace ws, expecting expect (a preview's fingerprint, or ""), and returns whether
+// its result is an error and its text.
+func fileCall(t *testing.T, s *Server, ws, callID, args, expect string) (bool, string) {
+	t.Helper()
+	op, err := s.tools["file_operations"].operation(json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := callmeta.Meta{ConversationID: "c1", CallID: callID, Expect: expect}
+	res, err := op.Run(callmeta.With(context.Background(), meta), Call{Meta: meta, Workspace: ws}, json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.IsError, res.Content[0].(*mcp.TextContent).Text
+}
+
+// restoreOf is the preview call of restore_snapshot of snapshot id.
+func restoreOf(id string) PreviewCall {
+	return PreviewCall{Tool: "file_operations", Arguments: json.RawMessage(`{"operation":"restore_snapshot","snapshotId":"` + id + `"}`)}
+}
+
 func shaOf(s string) string {
 	b := []byte(s)
 	return fingerprint(&b)[len("sha256:"):]
@@ -135,20 +144,9 @@ func TestRestorePreviewSaysWhatItDoes(t *testing.T) {
 	ctx := context.Background()
 	run := func(callID, args, expect string) (bool, string) {
 		t.Helper()
-		op, err := s.tools["file_operations"].operation(json.RawMessage(args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta := callmeta.Meta{ConversationID: "c1", CallID: callID, Expect: expect}
-		res, err := op.Run(callmeta.With(ctx, meta), Call{Meta: meta, Workspace: ws}, json.RawMessage(args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.IsError, res.Content[0].(*mcp.TextContent).Text
+		return fileCall(t, s, ws, callID, args, expect)
 	}
-	restoreCall := func(id string) PreviewCall {
-		return PreviewCall{Tool: "file_operations", Arguments: json.RawMessage(`{"operation":"restore_snapshot","snapshotId":"` + id + `"}`)}
-	}
+
 	for name, content := range map[string]string{"big.txt": "small\n", "script.sh": "echo hi\n"} {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o755); err != nil {
 			t.Fatal(err)
@@ -166,7 +164,7 @@ func TestRestorePreviewSaysWhatItDoes(t *testing.T) {
 	if err := os.Chmod(filepath.Join(ws, "script.sh"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := s.PreviewPlan(ctx, "c1", "", []PreviewCall{restoreCall("grow"), restoreCall("edit")})
+	ps, err := s.PreviewPlan(ctx, "c1", "", []PreviewCall{restoreOf("grow"), restoreOf("edit")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +209,7 @@ func TestRestorePreviewSaysWhatItDoes(t *testing.T) {
 		}
 	}
 	edit, _ := json.Marshal(map[string]any{"operation": "replace_string", "filePath": "y.txt", "oldString": "two", "newString": "three"})
-	plan, err := s.PreviewPlan(ctx, "c1", "", []PreviewCall{restoreCall("edit-x"), restoreCall("move-x"), {Tool: "file_operations", Arguments: edit}})
+	plan, err := s.PreviewPlan(ctx, "c1", "", []PreviewCall{restoreOf("edit-x"), restoreOf("move-x"), {Tool: "file_operations", Arguments: edit}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +238,7 @@ func TestRestorePreviewOfACrashedWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}, "a.txt", "b.txt")
-	call := PreviewCall{Tool: "file_operations", Arguments: json.RawMessage(`{"operation":"restore_snapshot","snapshotId":"crashed"}`)}
+	call := restoreOf("crashed")
 	ps, err := f.s.PreviewPlan(ctx, "c1", "", []PreviewCall{call})
 	if err != nil || ps[0] == nil || !strings.Contains(ps[0].Diff, "-a.txt changed\n+a.txt before\n") {
 		t.Fatalf("the preview: %v %+v", err, ps)
@@ -248,14 +246,8 @@ func TestRestorePreviewOfACrashedWrite(t *testing.T) {
 	if fp, err := f.s.Fingerprint(ctx, "c1", call); err != nil || fp != ps[0].Fingerprint {
 		t.Fatalf("the fingerprint before the step: %q %v, the preview's %q", fp, err, ps[0].Fingerprint)
 	}
-	op, err := f.s.tools["file_operations"].operation(call.Arguments)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meta := callmeta.Meta{ConversationID: "c1", CallID: "undo", Expect: ps[0].Fingerprint}
-	res, err := op.Run(callmeta.With(ctx, meta), Call{Meta: meta, Workspace: f.ws}, call.Arguments)
-	if err != nil || res.IsError {
-		t.Fatalf("the restore of a crashed write as previewed: %v %+v", err, res.Content)
+	if isErr, text := fileCall(t, f.s, f.ws, "undo", string(call.Arguments), ps[0].Fingerprint); isErr {
+		t.Fatalf("the restore of a crashed write as previewed: %q", text)
 	}
 	if got := f.read("a.txt"); got != "a.txt before\n" {
 		t.Fatalf("a.txt after the restore: %q", got)
