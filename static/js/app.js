@@ -913,6 +913,22 @@
   }
   document.addEventListener("DOMContentLoaded", unlinkForbidden);
   document.addEventListener("htmx:afterSettle", unlinkForbidden);
+
+  // A live update that replaces what a person is pressing (a tool card re-rendered
+  // between the button going down and coming up) would eat the click: the browser fires
+  // it only when both land on one element, and the first is gone. The press is kept,
+  // and a release on the link or button that took its place, the same as it, clicks it.
+  var pressed = null;
+  document.addEventListener("pointerdown", function (e) {
+    pressed = e.button === 0 && e.target.closest ? e.target.closest("a[href], button") : null;
+  }, true);
+  document.addEventListener("pointerup", function (e) {
+    var was = pressed;
+    pressed = null;
+    if (!was || was.isConnected || e.button !== 0 || !e.target.closest) return;
+    var now = e.target.closest("a[href], button");
+    if (now && now !== was && now.outerHTML === was.outerHTML) now.click();
+  }, true);
   // Before the listener that gives back the focus a pushed fragment took (below): the
   // cards tidyQuestions removes are gone by then.
   document.addEventListener("htmx:wsAfterMessage", function () { scheduleToasts(); dedupeLive(); trimLive(); unlinkForbidden(); tidyQuestions(); });
